@@ -1,0 +1,1 @@
+"""rocketpipe: Apache RocketMQ's messaging system in pure Python."""

@@ -1,0 +1,145 @@
+"""Frame codec (L1, sans-IO): ``length:int32 | serializeType:8 headerLen:24 | header | body``.
+
+:func:`encode_frame` turns a command into bytes; :class:`FrameDecoder` is fed bytes as they
+arrive and yields whole commands. Mirrors ``RemotingCommand.encode/decode`` and Netty's
+``LengthFieldBasedFrameDecoder(16 MiB, 0, 4, 0, 4)`` in ``NettyDecoder``.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Final
+
+from ..errors import ProtocolError
+from .codes import SerializeType
+from .command import RemotingCommand
+from .header_binary import decode_binary_header, encode_binary_header
+from .header_json import decode_json_header, encode_json_header
+
+#: Largest frame accepted, counting the 4-byte length field (Java frameMaxLength, 16 MiB).
+MAX_FRAME_SIZE: Final = 16 * 1024 * 1024
+
+_HDR = struct.Struct(">ii")
+_I32 = struct.Struct(">i")
+
+
+def encode_header(cmd: RemotingCommand) -> bytes:
+    """Encode only the header of ``cmd`` with its ``serialize_type``."""
+    if cmd.serialize_type == SerializeType.ROCKETMQ:
+        return encode_binary_header(cmd)
+    return encode_json_header(cmd)
+
+
+def encode_frame(cmd: RemotingCommand) -> bytes:
+    """Encode ``cmd`` as one frame.
+
+    Raises:
+        ProtocolError: the frame would exceed :data:`MAX_FRAME_SIZE`.
+    """
+    header = encode_header(cmd)
+    body = cmd.body
+    total = 4 + len(header) + len(body)
+    if total + 4 > MAX_FRAME_SIZE:
+        raise ProtocolError(f"frame of {total + 4} bytes exceeds {MAX_FRAME_SIZE}")
+    prefix = _HDR.pack(total, (int(cmd.serialize_type) << 24) | len(header))
+    if body:
+        return b"".join((prefix, header, body))
+    return prefix + header
+
+
+def encode_frame_parts(cmd: RemotingCommand) -> list[bytes | memoryview]:
+    """Encode ``cmd`` as a list of buffers (prefix+header, body) to write without copying the body."""
+    header = encode_header(cmd)
+    body = cmd.body
+    total = 4 + len(header) + len(body)
+    if total + 4 > MAX_FRAME_SIZE:
+        raise ProtocolError(f"frame of {total + 4} bytes exceeds {MAX_FRAME_SIZE}")
+    first = _HDR.pack(total, (int(cmd.serialize_type) << 24) | len(header)) + header
+    return [first, body] if body else [first]
+
+
+def decode_frame_payload(payload: bytes | memoryview) -> RemotingCommand:
+    """Decode one frame without its leading length field.
+
+    Raises:
+        ProtocolError: bad header length, unknown serialize type, or a bad header.
+    """
+    mv = memoryview(payload)
+    if len(mv) < 4:
+        raise ProtocolError("frame shorter than its header word")
+    (word,) = _I32.unpack_from(mv, 0)
+    stype = (word >> 24) & 0xFF
+    hlen = word & 0xFFFFFF
+    if hlen > len(mv) - 4:
+        raise ProtocolError(f"bad header length {hlen} for a frame of {len(mv) + 4} bytes")
+    header = mv[4 : 4 + hlen]
+    if stype == SerializeType.JSON:
+        cmd = decode_json_header(header)
+    elif stype == SerializeType.ROCKETMQ:
+        cmd = decode_binary_header(header)
+    else:
+        raise ProtocolError(f"unknown serialize type {stype}")
+    cmd.body = bytes(mv[4 + hlen :])
+    return cmd
+
+
+class FrameDecoder:
+    """Incremental frame decoder: ``feed(bytes)`` then call ``next()`` until it returns None.
+
+    The decoder consumes transactionally: a partial frame stays buffered. Errors are sticky in
+    the sense that the caller must close the connection after a :class:`ProtocolError`.
+
+    Args:
+        max_frame_size: largest frame accepted, counting the length field (bytes).
+    """
+
+    __slots__ = ("_buf", "_pos", "max_frame_size")
+
+    def __init__(self, max_frame_size: int = MAX_FRAME_SIZE) -> None:
+        self._buf = bytearray()
+        self._pos = 0
+        self.max_frame_size = max_frame_size
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Append received bytes."""
+        if self._pos and self._pos == len(self._buf):
+            self._buf.clear()
+            self._pos = 0
+        self._buf += data
+
+    @property
+    def buffered(self) -> int:
+        """Bytes buffered but not yet decoded."""
+        return len(self._buf) - self._pos
+
+    def next(self) -> RemotingCommand | None:
+        """Return the next whole command, or None when more data is needed.
+
+        Raises:
+            ProtocolError: a frame length out of range, or a malformed frame.
+        """
+        buf = self._buf
+        pos = self._pos
+        avail = len(buf) - pos
+        if avail < 4:
+            return None
+        (length,) = _I32.unpack_from(buf, pos)
+        if length < 4 or length + 4 > self.max_frame_size:
+            raise ProtocolError(f"frame length {length} out of range")
+        if avail < 4 + length:
+            return None
+        payload = bytes(memoryview(buf)[pos + 4 : pos + 4 + length])
+        self._pos = pos + 4 + length
+        if self._pos > 65536 and self._pos * 2 > len(buf):
+            del buf[: self._pos]
+            self._pos = 0
+        return decode_frame_payload(payload)
+
+    def __iter__(self) -> FrameDecoder:
+        return self
+
+    def __next__(self) -> RemotingCommand:
+        cmd = self.next()
+        if cmd is None:
+            raise StopIteration
+        return cmd

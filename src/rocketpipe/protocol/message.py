@@ -1,0 +1,611 @@
+"""Message value types and their binary encodings (L1, sans-IO).
+
+* :class:`MessageQueue`, :class:`Message`, :class:`MessageExt` — mirror ``common/message``.
+* Properties string (``MessageDecoder.messageProperties2String`` / ``string2messageProperties``).
+* The stored-message record (``MessageExtEncoder`` / ``MessageDecoder.decode``): the commit-log
+  record is byte-for-byte the element of a PULL_MESSAGE response body.
+* Batch body (``MessageDecoder.encodeMessages`` / ``decodeMessages``).
+* offsetMsgId (``MessageDecoder.createMessageId``) and the client unique key
+  (``MessageClientIDSetter.createUniqID``); tag hash (Java ``String.hashCode``).
+
+All integers are big-endian. Timestamps are milliseconds since the epoch.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import struct
+import threading
+import time
+import zlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Final, Iterator
+
+from ..errors import InvalidArgumentError, ProtocolError
+from . import sysflag as sf
+from .compression import decompress
+
+NAME_VALUE_SEPARATOR: Final = "\x01"
+PROPERTY_SEPARATOR: Final = "\x02"
+
+# MessageConst property keys used across rocketpipe.
+PROPERTY_KEYS: Final = "KEYS"
+PROPERTY_TAGS: Final = "TAGS"
+PROPERTY_WAIT_STORE_MSG_OK: Final = "WAIT"
+PROPERTY_DELAY_TIME_LEVEL: Final = "DELAY"
+PROPERTY_RETRY_TOPIC: Final = "RETRY_TOPIC"
+PROPERTY_REAL_TOPIC: Final = "REAL_TOPIC"
+PROPERTY_REAL_QUEUE_ID: Final = "REAL_QID"
+PROPERTY_TRANSACTION_PREPARED: Final = "TRAN_MSG"
+PROPERTY_PRODUCER_GROUP: Final = "PGROUP"
+PROPERTY_MIN_OFFSET: Final = "MIN_OFFSET"
+PROPERTY_MAX_OFFSET: Final = "MAX_OFFSET"
+PROPERTY_ORIGIN_MESSAGE_ID: Final = "ORIGIN_MESSAGE_ID"
+PROPERTY_RECONSUME_TIME: Final = "RECONSUME_TIME"
+PROPERTY_MSG_REGION: Final = "MSG_REGION"
+PROPERTY_TRACE_SWITCH: Final = "TRACE_ON"
+PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: Final = "UNIQ_KEY"
+PROPERTY_MAX_RECONSUME_TIMES: Final = "MAX_RECONSUME_TIMES"
+PROPERTY_CONSUME_START_TIMESTAMP: Final = "CONSUME_START_TIME"
+PROPERTY_CLUSTER: Final = "CLUSTER"
+PROPERTY_INNER_NUM: Final = "INNER_NUM"
+KEY_SEPARATOR: Final = " "
+
+#: MessageConst.STRING_HASH_SET: names a user may not set as user properties.
+SYSTEM_PROPERTY_NAMES: Final = frozenset({
+    "TRACE_ON", "MSG_REGION", "KEYS", "TAGS", "WAIT", "DELAY", "RETRY_TOPIC", "REAL_TOPIC",
+    "REAL_QID", "TRAN_MSG", "PGROUP", "MIN_OFFSET", "MAX_OFFSET", "BUYER_ID", "ORIGIN_MESSAGE_ID",
+    "TRANSFER_FLAG", "CORRECTION_FLAG", "MQ2_FLAG", "RECONSUME_TIME", "UNIQ_KEY",
+    "MAX_RECONSUME_TIMES", "CONSUME_START_TIME", "POP_CK", "POP_CK_OFFSET", "1ST_POP_TIME",
+    "TRAN_PREPARED_QUEUE_OFFSET", "DUP_INFO", "EXTEND_UNIQ_INFO", "INSTANCE_ID",
+    "CORRELATION_ID", "REPLY_TO_CLIENT", "TTL", "ARRIVE_TIME", "PUSH_REPLY_TIME", "CLUSTER",
+    "MSG_TYPE", "INNER_MULTI_QUEUE_OFFSET", "__transactionId__", "TIMER_DELAY_SEC",
+    "TIMER_DELAY_MS", "TIMER_DELIVER_MS", "INNER_NUM", "INNER_BASE",
+    "CHECK_IMMUNITY_TIME_IN_SECONDS", "TRANSACTION_CHECK_TIMES", "INNER_MULTI_DISPATCH",
+})
+
+
+def java_string_hash(s: str) -> int:
+    """Return Java's ``String.hashCode`` of ``s`` as a signed 32-bit int (UTF-16 code units)."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+def tag_code(tags: str | None) -> int:
+    """Return the consume-queue tags code of a ``TAGS`` value (0 when empty or missing).
+
+    Mirrors ``MessageExtBrokerInner.tagsString2tagsCode``; the signed 32-bit hash sign-extends
+    into the 8-byte consume-queue field.
+    """
+    return java_string_hash(tags) if tags else 0
+
+
+def properties_to_string(props: dict[str, str]) -> str:
+    """Encode properties as ``name\\x01value\\x02`` pairs (None values skipped)."""
+    return "".join(f"{k}\x01{v}\x02" for k, v in props.items() if v is not None)
+
+
+def string_to_properties(s: str) -> dict[str, str]:
+    """Parse a properties string; last duplicate wins; empty names/values dropped (Java rules)."""
+    out: dict[str, str] = {}
+    if not s:
+        return out
+    for seg in s.split(PROPERTY_SEPARATOR):
+        if len(seg) < 3:
+            continue
+        i = seg.find(NAME_VALUE_SEPARATOR)
+        if i <= 0 or i == len(seg) - 1:
+            continue
+        out[seg[:i]] = seg[i + 1 :]
+    return out
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class MessageQueue:
+    """A queue of a topic on one broker (``common.message.MessageQueue``).
+
+    Orders by (topic, broker_name, queue_id), like Java's ``compareTo``.
+    """
+
+    topic: str
+    broker_name: str
+    queue_id: int
+
+    def to_json(self) -> dict[str, object]:
+        """Return the fastjson bean form ``{"brokerName", "queueId", "topic"}``."""
+        return {"brokerName": self.broker_name, "queueId": self.queue_id, "topic": self.topic}
+
+    @classmethod
+    def from_json(cls, d: dict[str, object]) -> MessageQueue:
+        """Build from the bean form."""
+        return cls(str(d["topic"]), str(d["brokerName"]), int(d["queueId"]))  # type: ignore[call-overload]
+
+    def __str__(self) -> str:
+        return f"MessageQueue [topic={self.topic}, brokerName={self.broker_name}, queueId={self.queue_id}]"
+
+
+@dataclass(slots=True)
+class Message:
+    """A message to send (``common.message.Message``).
+
+    Attributes:
+        topic: destination topic.
+        body: payload bytes.
+        flag: opaque user int stored with the message.
+        properties: system and user properties (``str -> str``).
+    """
+
+    topic: str
+    body: bytes = b""
+    flag: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        topic: str,
+        body: bytes | str,
+        *,
+        tags: str | None = None,
+        keys: str | list[str] | None = None,
+        delay_time_level: int = 0,
+        properties: dict[str, str] | None = None,
+        flag: int = 0,
+        wait_store_msg_ok: bool = True,
+    ) -> Message:
+        """Build a message like Java's ``new Message(topic, tags, keys, body)``.
+
+        Raises:
+            InvalidArgumentError: a user property name is reserved, or a name/value is blank.
+        """
+        props: dict[str, str] = {}
+        if properties:
+            for k, v in properties.items():
+                if k in SYSTEM_PROPERTY_NAMES:
+                    raise InvalidArgumentError(f"property name {k!r} is reserved by RocketMQ; choose another name")
+                if not k.strip() or not str(v).strip():
+                    raise InvalidArgumentError("user property names and values must not be blank")
+                props[k] = str(v)
+        if tags:
+            props[PROPERTY_TAGS] = tags
+        if keys:
+            props[PROPERTY_KEYS] = keys if isinstance(keys, str) else KEY_SEPARATOR.join(keys)
+        if delay_time_level > 0:
+            props[PROPERTY_DELAY_TIME_LEVEL] = str(delay_time_level)
+        props[PROPERTY_WAIT_STORE_MSG_OK] = "true" if wait_store_msg_ok else "false"
+        return cls(topic, body.encode() if isinstance(body, str) else bytes(body), flag, props)
+
+    @property
+    def tags(self) -> str | None:
+        """The ``TAGS`` property."""
+        return self.properties.get(PROPERTY_TAGS)
+
+    @property
+    def keys(self) -> str | None:
+        """The ``KEYS`` property (space-separated)."""
+        return self.properties.get(PROPERTY_KEYS)
+
+    @property
+    def delay_time_level(self) -> int:
+        """The ``DELAY`` property as an int (0 = none)."""
+        v = self.properties.get(PROPERTY_DELAY_TIME_LEVEL)
+        try:
+            return int(v) if v else 0
+        except ValueError:
+            return 0
+
+    @property
+    def unique_key(self) -> str | None:
+        """The ``UNIQ_KEY`` property (the client-side msgId)."""
+        return self.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+
+
+@dataclass(slots=True)
+class MessageExt:
+    """A stored message as decoded from a commit-log record (``MessageExt``/``MessageClientExt``).
+
+    Attributes:
+        topic, body, flag, properties: as in :class:`Message` (body decompressed when asked).
+        queue_id, queue_offset: position in the consume queue.
+        commit_log_offset: byte offset of the record in the commit log.
+        store_size: record length in bytes.
+        sys_flag: ``MessageSysFlag`` bits.
+        born_timestamp, store_timestamp: ms since epoch.
+        born_host, store_host: ``"ip:port"`` strings.
+        body_crc: CRC32 of the stored body & 0x7FFFFFFF.
+        reconsume_times: delivery retries so far.
+        prepared_transaction_offset: commit-log offset of the half message, or 0.
+        offset_msg_id: broker id (store host + commit-log offset), upper-case hex.
+        broker_name: set by the client from the queue it pulled.
+    """
+
+    topic: str
+    body: bytes
+    flag: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+    queue_id: int = 0
+    queue_offset: int = 0
+    commit_log_offset: int = 0
+    store_size: int = 0
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: str = ""
+    store_timestamp: int = 0
+    store_host: str = ""
+    body_crc: int = 0
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    offset_msg_id: str = ""
+    broker_name: str = ""
+
+    @property
+    def msg_id(self) -> str:
+        """The user-visible id: ``UNIQ_KEY`` when present, else ``offset_msg_id``."""
+        return self.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or self.offset_msg_id
+
+    @property
+    def tags(self) -> str | None:
+        """The ``TAGS`` property."""
+        return self.properties.get(PROPERTY_TAGS)
+
+    @property
+    def keys(self) -> str | None:
+        """The ``KEYS`` property."""
+        return self.properties.get(PROPERTY_KEYS)
+
+    @property
+    def delay_time_level(self) -> int:
+        """The ``DELAY`` property as an int (0 = none)."""
+        v = self.properties.get(PROPERTY_DELAY_TIME_LEVEL)
+        try:
+            return int(v) if v else 0
+        except ValueError:
+            return 0
+
+    @property
+    def message_queue(self) -> MessageQueue:
+        """The queue this message was read from."""
+        return MessageQueue(self.topic, self.broker_name, self.queue_id)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hosts
+
+
+def encode_host(host: str) -> tuple[bytes, bool]:
+    """Encode ``"ip:port"`` (or ``"[v6]:port"``) as address bytes + 4-byte port.
+
+    Returns:
+        (bytes of 8 or 20, is_ipv6)
+
+    Raises:
+        InvalidArgumentError: not an ``ip:port`` string.
+    """
+    try:
+        addr, _, port = host.rpartition(":")
+        ip = ipaddress.ip_address(addr.strip("[]"))
+        return ip.packed + struct.pack(">i", int(port)), ip.version == 6
+    except ValueError:
+        raise InvalidArgumentError(f"host {host!r} is not 'ip:port'") from None
+
+
+def decode_host(data: bytes | memoryview) -> str:
+    """Decode 8 (IPv4) or 20 (IPv6) bytes into ``"ip:port"``."""
+    n = len(data) - 4
+    ip = ipaddress.ip_address(bytes(data[:n]))
+    (port,) = struct.unpack_from(">i", data, n)
+    return f"{ip}:{port}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Message ids
+
+
+def create_offset_msg_id(store_host: str, commit_log_offset: int) -> str:
+    """Return the offsetMsgId: store host address + port + commit-log offset, upper-case hex."""
+    hb, _ = encode_host(store_host)
+    return (hb + struct.pack(">q", commit_log_offset)).hex().upper()
+
+
+def decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
+    """Split an offsetMsgId into (``"ip:port"``, commit-log offset).
+
+    Raises:
+        InvalidArgumentError: not a 32- or 56-character hex string.
+    """
+    try:
+        raw = bytes.fromhex(msg_id)
+    except ValueError:
+        raise InvalidArgumentError(f"{msg_id!r} is not an offset message id") from None
+    if len(raw) not in (16, 28):
+        raise InvalidArgumentError(f"{msg_id!r} is not an offset message id (length {len(msg_id)})")
+    (offset,) = struct.unpack_from(">q", raw, len(raw) - 8)
+    return decode_host(raw[:-8]), offset
+
+
+class UniqueIdGenerator:
+    """Client unique keys (``MessageClientIDSetter.createUniqID``).
+
+    16 bytes = ip(4) + pid(2) + per-process int(4) + ms since start of the local month(4) +
+    counter(2), as 32 upper-case hex chars. Thread-safe.
+
+    Args:
+        ip: local IPv4 address bytes (default 127.0.0.1).
+    """
+
+    def __init__(self, ip: bytes = b"\x7f\x00\x00\x01") -> None:
+        self._prefix = (ip + struct.pack(">hi", os.getpid() & 0x7FFF, id(self) & 0x7FFFFFFF)).hex().upper()
+        self._counter = 0
+        self._lock = threading.Lock()
+        self._month_start = 0.0
+        self._next_month = 0.0
+
+    def _roll_month(self, now: float) -> None:
+        d = datetime.fromtimestamp(now)
+        start = d.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        nxt = start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
+        self._month_start, self._next_month = start.timestamp(), nxt.timestamp()
+
+    def next_id(self) -> str:
+        """Return a new unique key."""
+        now = time.time()  # noqa: clock seam not needed: ids only need to be unique
+        with self._lock:
+            if now >= self._next_month:
+                self._roll_month(now)
+            self._counter = (self._counter + 1) & 0xFFFF
+            counter = self._counter
+        elapsed = max(0, int((now - self._month_start) * 1000)) & 0xFFFFFFFF
+        return f"{self._prefix}{elapsed:08X}{counter:04X}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Stored record
+
+_REC_HEAD = struct.Struct(">iiiiiqqiq")  # total, magic, bodycrc, queueid, flag, qoffset, physoffset, sysflag, born ts
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+_I64 = struct.Struct(">q")
+
+#: Position of fixed fields in a record.
+QUEUE_OFFSET_POS: Final = 20
+PHYSICAL_OFFSET_POS: Final = 28
+SYSFLAG_POS: Final = 36
+BORN_HOST_POS: Final = 48
+
+
+def store_timestamp_pos(sys_flag: int) -> int:
+    """Position of STORETIMESTAMP in a record, which depends on the born host width."""
+    return 68 if sys_flag & sf.BORNHOST_V6_FLAG else 56
+
+
+def body_crc(body: bytes | memoryview) -> int:
+    """CRC32 of the stored body masked to 31 bits (``UtilAll.crc32``)."""
+    return zlib.crc32(body) & 0x7FFFFFFF
+
+
+def encode_record(
+    *,
+    topic: str,
+    body: bytes | memoryview,
+    properties: str | dict[str, str],
+    queue_id: int,
+    flag: int = 0,
+    queue_offset: int = 0,
+    physical_offset: int = 0,
+    sys_flag: int = 0,
+    born_timestamp: int = 0,
+    born_host: str = "127.0.0.1:0",
+    store_timestamp: int = 0,
+    store_host: str = "127.0.0.1:0",
+    reconsume_times: int = 0,
+    prepared_transaction_offset: int = 0,
+    crc: int | None = None,
+) -> bytes:
+    """Encode a commit-log record (``MessageExtEncoder``), v1 magic unless the topic needs v2.
+
+    The host sysflag bits (0x10/0x20) are set from the host strings.
+
+    Raises:
+        InvalidArgumentError: topic over 255 bytes or properties over 32767 bytes.
+    """
+    tb = topic.encode()
+    pb = (properties if isinstance(properties, str) else properties_to_string(properties)).encode()
+    if len(pb) > 32767:
+        raise InvalidArgumentError(f"properties of {len(pb)} bytes exceed 32767")
+    if len(tb) > 255:
+        raise InvalidArgumentError(f"topic of {len(tb)} bytes exceeds 255")
+    v2 = len(tb) > 127
+    bh, b6 = encode_host(born_host)
+    shost, s6 = encode_host(store_host)
+    sys_flag = (sys_flag & ~(sf.BORNHOST_V6_FLAG | sf.STOREHOST_V6_FLAG)) | (sf.BORNHOST_V6_FLAG if b6 else 0) | (
+        sf.STOREHOST_V6_FLAG if s6 else 0
+    )
+    total = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + len(bh) + 8 + len(shost) + 4 + 8 + 4 + len(body) + (2 if v2 else 1) + len(tb) + 2 + len(pb)
+    parts = [
+        _REC_HEAD.pack(
+            total,
+            sf.MAGIC_V2 if v2 else sf.MAGIC_V1,
+            body_crc(body) if crc is None else crc,
+            queue_id,
+            flag,
+            queue_offset,
+            physical_offset,
+            sys_flag,
+            born_timestamp,
+        ),
+        bh,
+        _I64.pack(store_timestamp),
+        shost,
+        struct.pack(">iqi", reconsume_times, prepared_transaction_offset, len(body)),
+        bytes(body),
+        (_I16.pack(len(tb)) if v2 else bytes((len(tb),))),
+        tb,
+        _I16.pack(len(pb)),
+        pb,
+    ]
+    return b"".join(parts)
+
+
+def decode_record(
+    buf: bytes | memoryview, pos: int = 0, *, read_body: bool = True, decompress_body: bool = True
+) -> tuple[MessageExt, int]:
+    """Decode the record at ``pos``; return the message and the position after it.
+
+    Raises:
+        ProtocolError: truncated record, bad magic, or undecodable fields.
+    """
+    mv = memoryview(buf)
+    n = len(mv)
+    try:
+        if pos + 4 > n:
+            raise ProtocolError("record truncated")
+        total, magic, crc, queue_id, flag, qoff, poff, sys_flag, born_ts = _REC_HEAD.unpack_from(mv, pos)
+        end = pos + total
+        if total < 91 or end > n:
+            raise ProtocolError(f"record size {total} out of range")
+        if magic == sf.MAGIC_V1:
+            v2 = False
+        elif magic == sf.MAGIC_V2:
+            v2 = True
+        else:
+            raise ProtocolError(f"bad record magic {magic:#x}")
+        p = pos + BORN_HOST_POS
+        bw = 20 if sys_flag & sf.BORNHOST_V6_FLAG else 8
+        born_host = decode_host(mv[p : p + bw])
+        p += bw
+        (store_ts,) = _I64.unpack_from(mv, p)
+        p += 8
+        sw = 20 if sys_flag & sf.STOREHOST_V6_FLAG else 8
+        store_host_bytes = bytes(mv[p : p + sw])
+        store_host = decode_host(store_host_bytes)
+        p += sw
+        reconsume, prep, blen = struct.unpack_from(">iqi", mv, p)
+        p += 16
+        if blen < 0 or p + blen > end:
+            raise ProtocolError("record body length out of range")
+        body = b""
+        if read_body:
+            body = bytes(mv[p : p + blen])
+            if decompress_body and sys_flag & sf.COMPRESSED_FLAG:
+                body = decompress(body, sys_flag)
+                sys_flag &= ~sf.COMPRESSED_FLAG
+        p += blen
+        if v2:
+            (tlen,) = _I16.unpack_from(mv, p)
+            p += 2
+        else:
+            tlen = mv[p]
+            p += 1
+        topic = bytes(mv[p : p + tlen]).decode()
+        p += tlen
+        (plen,) = _I16.unpack_from(mv, p)
+        p += 2
+        if plen < 0 or p + plen > end:
+            raise ProtocolError("record properties length out of range")
+        props = string_to_properties(bytes(mv[p : p + plen]).decode()) if plen else {}
+    except ProtocolError:
+        raise
+    except (struct.error, ValueError, IndexError, UnicodeDecodeError) as exc:
+        raise ProtocolError(f"bad record: {exc}") from None
+    msg = MessageExt(
+        topic=topic,
+        body=body,
+        flag=flag,
+        properties=props,
+        queue_id=queue_id,
+        queue_offset=qoff,
+        commit_log_offset=poff,
+        store_size=total,
+        sys_flag=sys_flag,
+        born_timestamp=born_ts,
+        born_host=born_host,
+        store_timestamp=store_ts,
+        store_host=store_host,
+        body_crc=crc,
+        reconsume_times=reconsume,
+        prepared_transaction_offset=prep,
+        offset_msg_id=(store_host_bytes + _I64.pack(poff)).hex().upper(),
+    )
+    return msg, end
+
+
+def decode_records(buf: bytes | memoryview, *, read_body: bool = True, decompress_body: bool = True) -> list[MessageExt]:
+    """Decode every record of a pull-response body.
+
+    Raises:
+        ProtocolError: a record is malformed (unlike Java, which silently drops the rest).
+    """
+    out: list[MessageExt] = []
+    pos, n = 0, len(buf)
+    while pos < n:
+        msg, pos = decode_record(buf, pos, read_body=read_body, decompress_body=decompress_body)
+        out.append(msg)
+    return out
+
+
+def iter_record_spans(buf: bytes | memoryview) -> Iterator[tuple[int, int]]:
+    """Yield (start, end) of each record in a concatenation, reading only the size fields.
+
+    Raises:
+        ProtocolError: a size field runs past the buffer.
+    """
+    mv = memoryview(buf)
+    pos, n = 0, len(mv)
+    while pos < n:
+        if pos + 4 > n:
+            raise ProtocolError("record truncated")
+        (total,) = _I32.unpack_from(mv, pos)
+        if total < 91 or pos + total > n:
+            raise ProtocolError(f"record size {total} out of range")
+        yield pos, pos + total
+        pos += total
+
+
+# ---------------------------------------------------------------------------------------------
+# Batch body
+
+
+def encode_batch(messages: list[Message]) -> bytes:
+    """Encode the SEND_BATCH_MESSAGE body (``MessageDecoder.encodeMessages``); bodies uncompressed."""
+    parts: list[bytes] = []
+    for m in messages:
+        pb = properties_to_string(m.properties).encode()
+        total = 4 + 4 + 4 + 4 + 4 + len(m.body) + 2 + len(pb)
+        parts.append(struct.pack(">iiiii", total, 0, 0, m.flag, len(m.body)))
+        parts.append(m.body)
+        parts.append(_I16.pack(len(pb)))
+        parts.append(pb)
+    return b"".join(parts)
+
+
+def decode_batch(buf: bytes | memoryview) -> list[tuple[int, bytes, str]]:
+    """Decode a batch body into ``(flag, body, properties_string)`` tuples.
+
+    Raises:
+        ProtocolError: an entry is truncated or its sizes are inconsistent.
+    """
+    mv = memoryview(buf)
+    out: list[tuple[int, bytes, str]] = []
+    pos, n = 0, len(mv)
+    try:
+        while pos < n:
+            total, _magic, _crc, flag, blen = struct.unpack_from(">iiiii", mv, pos)
+            if total < 22 or pos + total > n or blen < 0 or 20 + blen + 2 > total:
+                raise ProtocolError("batch entry size out of range")
+            body = bytes(mv[pos + 20 : pos + 20 + blen])
+            (plen,) = _I16.unpack_from(mv, pos + 20 + blen)
+            if plen < 0 or 22 + blen + plen > total:
+                raise ProtocolError("batch entry properties out of range")
+            props = bytes(mv[pos + 22 + blen : pos + 22 + blen + plen]).decode()
+            out.append((flag, body, props))
+            pos += total
+    except struct.error as exc:
+        raise ProtocolError(f"bad batch body: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(f"bad batch properties: {exc}") from None
+    return out
