@@ -58,29 +58,37 @@ def encode_frame_parts(cmd: RemotingCommand) -> list[bytes | memoryview]:
     return [first, body] if body else [first]
 
 
-def decode_frame_payload(payload: bytes | memoryview) -> RemotingCommand:
-    """Decode one frame without its leading length field.
-
-    Raises:
-        ProtocolError: bad header length, unknown serialize type, or a bad header.
-    """
-    mv = memoryview(payload)
-    if len(mv) < 4:
+def _decode_payload(buf: bytes | bytearray | memoryview, start: int, end: int) -> RemotingCommand:
+    """Decode the frame payload ``buf[start:end]`` (after the length field), copying the header
+    and the body once each; no view of ``buf`` outlives the call."""
+    if end - start < 4:
         raise ProtocolError("frame shorter than its header word")
-    (word,) = _I32.unpack_from(mv, 0)
+    (word,) = _I32.unpack_from(buf, start)
     stype = (word >> 24) & 0xFF
     hlen = word & 0xFFFFFF
-    if hlen > len(mv) - 4:
-        raise ProtocolError(f"bad header length {hlen} for a frame of {len(mv) + 4} bytes")
-    header = mv[4 : 4 + hlen]
+    hstart = start + 4
+    if hlen > end - hstart:
+        raise ProtocolError(f"bad header length {hlen} for a frame of {end - start + 4} bytes")
+    with memoryview(buf) as mv:
+        header = bytes(mv[hstart : hstart + hlen])
+        body = bytes(mv[hstart + hlen : end])
     if stype == SerializeType.JSON:
         cmd = decode_json_header(header)
     elif stype == SerializeType.ROCKETMQ:
         cmd = decode_binary_header(header)
     else:
         raise ProtocolError(f"unknown serialize type {stype}")
-    cmd.body = bytes(mv[4 + hlen :])
+    cmd.body = body
     return cmd
+
+
+def decode_frame_payload(payload: bytes | bytearray | memoryview) -> RemotingCommand:
+    """Decode one frame without its leading length field.
+
+    Raises:
+        ProtocolError: bad header length, unknown serialize type, or a bad header.
+    """
+    return _decode_payload(payload, 0, len(payload))
 
 
 class FrameDecoder:
@@ -128,12 +136,13 @@ class FrameDecoder:
             raise ProtocolError(f"frame length {length} out of range")
         if avail < 4 + length:
             return None
-        payload = bytes(memoryview(buf)[pos + 4 : pos + 4 + length])
-        self._pos = pos + 4 + length
-        if self._pos > 65536 and self._pos * 2 > len(buf):
-            del buf[: self._pos]
+        end = pos + 4 + length
+        self._pos = end
+        cmd = _decode_payload(buf, pos + 4, end)
+        if end > 65536 and end * 2 > len(buf):
+            del buf[:end]
             self._pos = 0
-        return decode_frame_payload(payload)
+        return cmd
 
     def __iter__(self) -> FrameDecoder:
         return self

@@ -27,6 +27,8 @@ def encode_binary_header(cmd: RemotingCommand) -> bytes:
     """
     if not -32768 <= cmd.code <= 32767:
         raise ProtocolError(f"code {cmd.code} cannot be sent in a ROCKETMQ binary header; use JSON")
+    if not -32768 <= cmd.version <= 32767:
+        raise ProtocolError(f"version {cmd.version} does not fit the ROCKETMQ binary header")
     parts = [_FIXED.pack(cmd.code, int(cmd.language), cmd.version, cmd.opaque, cmd.flag)]
     if cmd.remark:
         r = cmd.remark.encode()
@@ -37,6 +39,8 @@ def encode_binary_header(cmd: RemotingCommand) -> bytes:
     for k, v in cmd.ext_fields.items():
         if v is None:
             continue
+        if type(v) is not str:  # be as lenient as the JSON encoder: Java-style text
+            v = ("true" if v else "false") if isinstance(v, bool) else str(v)
         kb, vb = k.encode(), v.encode()
         ext_parts += [_I16.pack(len(kb)), kb, _I32.pack(len(vb)), vb]
     ext = b"".join(ext_parts)
@@ -60,7 +64,7 @@ def decode_binary_header(data: bytes | memoryview) -> RemotingCommand:
     pos += 4
     if rlen < 0 or pos + rlen + 4 > n:
         raise ProtocolError("binary header remark length out of range")
-    remark = bytes(mv[pos : pos + rlen]).decode("utf-8", "replace") if rlen else None
+    remark = str(mv[pos : pos + rlen], "utf-8", "replace") if rlen else None
     pos += rlen
     (elen,) = _I32.unpack_from(mv, pos)
     pos += 4
@@ -75,14 +79,14 @@ def decode_binary_header(data: bytes | memoryview) -> RemotingCommand:
         pos += 2
         if klen < 0 or pos + klen + 4 > end:
             raise ProtocolError("binary header ext key out of range")
-        key = bytes(mv[pos : pos + klen]).decode("utf-8", "replace")
+        key = str(mv[pos : pos + klen], "utf-8", "replace")
         pos += klen
         (vlen,) = _I32.unpack_from(mv, pos)
         pos += 4
         if vlen < 0 or pos + vlen > end:
             raise ProtocolError("binary header ext value out of range")
         if vlen:
-            ext[key] = bytes(mv[pos : pos + vlen]).decode("utf-8", "replace")
+            ext[key] = str(mv[pos : pos + vlen], "utf-8", "replace")
         pos += vlen
     try:
         language: LanguageCode | int = LanguageCode(lang)

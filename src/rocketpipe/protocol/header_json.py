@@ -16,6 +16,14 @@ from .codes import LanguageCode, SerializeType
 from .command import RemotingCommand
 
 _LANG_BY_NAME = {m.name: m for m in LanguageCode}
+_NAME_BY_VALUE = {int(m): m.name for m in LanguageCode}
+
+
+def _language_name(lang: LanguageCode | int) -> str:
+    """Enum name of a language; an unknown numeric language (decoded from a binary header) is OTHER."""
+    if isinstance(lang, LanguageCode):
+        return lang.name
+    return _NAME_BY_VALUE.get(int(lang), "OTHER")
 
 
 def encode_json_header(cmd: RemotingCommand) -> bytes:
@@ -25,7 +33,7 @@ def encode_json_header(cmd: RemotingCommand) -> bytes:
         "code": cmd.code,
         "extFields": cmd.ext_fields,
         "flag": cmd.flag,
-        "language": lang.name if isinstance(lang, LanguageCode) else LanguageCode(lang).name,
+        "language": _language_name(lang),
         "opaque": cmd.opaque,
         "serializeTypeCurrentRPC": "JSON",
         "version": cmd.version,
@@ -43,51 +51,52 @@ def _ext_value(v: Any) -> str:
     return str(v)
 
 
-def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
+def decode_json_header(data: bytes | bytearray | memoryview) -> RemotingCommand:
     """Decode a JSON header.
 
     Raises:
-        ProtocolError: not a JSON object, or a required numeric field has the wrong type.
+        ProtocolError: not a JSON object, a numeric field that is not an integer, or
+            ``extFields`` that is not an object.
     """
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise ProtocolError(f"bad JSON header: {exc}") from None
-    if not isinstance(doc, dict):
+    if type(doc) is not dict:
         raise ProtocolError("JSON header is not an object")
-    try:
-        code = doc.get("code", 0)
-        opaque = doc.get("opaque", 0)
-        flag = doc.get("flag", 0)
-        version = doc.get("version", 0)
-        for name, v in (("code", code), ("opaque", opaque), ("flag", flag), ("version", version)):
-            if not isinstance(v, int) or isinstance(v, bool):
-                raise ProtocolError(f"JSON header field {name} is not an integer")
-        lang_raw = doc.get("language")
-        language: LanguageCode | int
-        if isinstance(lang_raw, str):
-            language = _LANG_BY_NAME.get(lang_raw, LanguageCode.OTHER)
-        elif isinstance(lang_raw, int) and not isinstance(lang_raw, bool):
-            language = lang_raw
-        else:
-            language = LanguageCode.OTHER
-        remark = doc.get("remark")
-        if remark is not None and not isinstance(remark, str):
-            remark = str(remark)
-        if remark == "":
-            remark = None
-        ext_raw = doc.get("extFields")
-        ext: dict[str, str] = {}
-        if isinstance(ext_raw, dict):
-            for k, v in ext_raw.items():
-                if v is not None:
-                    ext[str(k)] = _ext_value(v)
-        elif ext_raw not in (None, ""):
-            raise ProtocolError("JSON header extFields is not an object")
-    except ProtocolError:
-        raise
-    except Exception as exc:  # pragma: no cover - defensive: any oddity is a protocol error
-        raise ProtocolError(f"bad JSON header: {exc!r}") from None
+    get = doc.get
+    code = get("code", 0)
+    opaque = get("opaque", 0)
+    flag = get("flag", 0)
+    version = get("version", 0)
+    # type() is int excludes bool (a subclass of int) in one test
+    if type(code) is not int or type(opaque) is not int or type(flag) is not int or type(version) is not int:
+        raise ProtocolError("JSON header code/opaque/flag/version is not an integer")
+    lang_raw = get("language")
+    language: LanguageCode | int
+    if type(lang_raw) is str:
+        language = _LANG_BY_NAME.get(lang_raw, LanguageCode.OTHER)
+    elif type(lang_raw) is int:
+        language = lang_raw
+    else:
+        language = LanguageCode.OTHER
+    remark = get("remark")
+    if remark is not None and type(remark) is not str:
+        remark = _ext_value(remark)
+    if remark == "":
+        remark = None
+    ext_raw = get("extFields")
+    ext: dict[str, str]
+    if type(ext_raw) is dict:
+        ext = ext_raw  # orjson built a fresh dict: reuse it when every value is already a string
+        for v in ext_raw.values():
+            if type(v) is not str:
+                ext = {k: _ext_value(x) for k, x in ext_raw.items() if x is not None}
+                break
+    elif ext_raw is None or ext_raw == "":
+        ext = {}
+    else:
+        raise ProtocolError("JSON header extFields is not an object")
     return RemotingCommand(
         code=code,
         opaque=opaque,

@@ -14,9 +14,10 @@ All integers are big-endian. Timestamps are milliseconds since the epoch.
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import os
 import struct
-import threading
+import sys
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -67,12 +68,18 @@ SYSTEM_PROPERTY_NAMES: Final = frozenset({
 })
 
 
+_UTF16_NATIVE: Final = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
+
+
 def java_string_hash(s: str) -> int:
-    """Return Java's ``String.hashCode`` of ``s`` as a signed 32-bit int (UTF-16 code units)."""
+    """Return Java's ``String.hashCode`` of ``s`` as a signed 32-bit int.
+
+    Iterates UTF-16 code units (characters outside the BMP count as two surrogates; lone
+    surrogates are hashed as themselves), wrapping at 32 bits like Java.
+    """
     h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    for c in memoryview(s.encode(_UTF16_NATIVE, "surrogatepass")).cast("H"):
+        h = (31 * h + c) & 0xFFFFFFFF
     return h - 0x100000000 if h & 0x80000000 else h
 
 
@@ -96,12 +103,10 @@ def string_to_properties(s: str) -> dict[str, str]:
     if not s:
         return out
     for seg in s.split(PROPERTY_SEPARATOR):
-        if len(seg) < 3:
-            continue
-        i = seg.find(NAME_VALUE_SEPARATOR)
-        if i <= 0 or i == len(seg) - 1:
-            continue
-        out[seg[:i]] = seg[i + 1 :]
+        # Java keeps a segment iff its first 0x01 is neither its first nor its last char
+        k, _, v = seg.partition(NAME_VALUE_SEPARATOR)
+        if k and v:
+            out[k] = v
     return out
 
 
@@ -290,16 +295,28 @@ def encode_host(host: str) -> tuple[bytes, bool]:
         addr, _, port = host.rpartition(":")
         ip = ipaddress.ip_address(addr.strip("[]"))
         return ip.packed + struct.pack(">i", int(port)), ip.version == 6
-    except ValueError:
+    except (ValueError, struct.error):
         raise InvalidArgumentError(f"host {host!r} is not 'ip:port'") from None
 
 
 def decode_host(data: bytes | memoryview) -> str:
-    """Decode 8 (IPv4) or 20 (IPv6) bytes into ``"ip:port"``."""
+    """Decode 8 (IPv4) or 20 (IPv6) bytes into ``"ip:port"`` (IPv6 unbracketed, compressed).
+
+    Raises:
+        ProtocolError: not 8 or 20 bytes.
+    """
     n = len(data) - 4
-    ip = ipaddress.ip_address(bytes(data[:n]))
-    (port,) = struct.unpack_from(">i", data, n)
+    if n == 4:
+        a, b, c, d, port = _HOST4.unpack_from(data, 0)
+        return f"{a}.{b}.{c}.{d}:{port}"
+    if n != 16:
+        raise ProtocolError(f"host field of {len(data)} bytes")
+    ip = ipaddress.IPv6Address(bytes(data[:16]))
+    (port,) = struct.unpack_from(">i", data, 16)
     return f"{ip}:{port}"
+
+
+_HOST4 = struct.Struct(">BBBBi")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -340,31 +357,45 @@ class UniqueIdGenerator:
 
     def __init__(self, ip: bytes = b"\x7f\x00\x00\x01") -> None:
         self._prefix = (ip + struct.pack(">hi", os.getpid() & 0x7FFF, id(self) & 0x7FFFFFFF)).hex().upper()
-        self._counter = 0
-        self._lock = threading.Lock()
-        self._month_start = 0.0
-        self._next_month = 0.0
+        # itertools.count's next() is atomic under the GIL: no lock (protocol/ imports no threading).
+        self._counter = itertools.count(1)
+        self._month = (0.0, 0.0)  # (start, next start) swapped as one tuple
 
-    def _roll_month(self, now: float) -> None:
+    @staticmethod
+    def _month_bounds(now: float) -> tuple[float, float]:
         d = datetime.fromtimestamp(now)
         start = d.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
         nxt = start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
-        self._month_start, self._next_month = start.timestamp(), nxt.timestamp()
+        return start.timestamp(), nxt.timestamp()
 
     def next_id(self) -> str:
-        """Return a new unique key."""
-        now = time.time()  # noqa: clock seam not needed: ids only need to be unique
-        with self._lock:
-            if now >= self._next_month:
-                self._roll_month(now)
-            self._counter = (self._counter + 1) & 0xFFFF
-            counter = self._counter
-        elapsed = max(0, int((now - self._month_start) * 1000)) & 0xFFFFFFFF
+        """Return a new unique key (32 upper-case hex chars)."""
+        now = time.time()  # clock seam not needed: ids only need to be unique
+        month = self._month
+        if now >= month[1]:
+            month = self._month = self._month_bounds(now)
+        counter = next(self._counter) & 0xFFFF
+        elapsed = max(0, int((now - month[0]) * 1000)) & 0xFFFFFFFF
         return f"{self._prefix}{elapsed:08X}{counter:04X}"
 
 
 # ---------------------------------------------------------------------------------------------
 # Stored record
+
+_REC_FIXED4 = struct.Struct(">iiiiiqqiq8sq8siqi")  # fixed part with IPv4 hosts, through the body length
+_ENCODED_HOSTS: dict[str, tuple[bytes, bool]] = {}
+
+
+def _encode_host_cached(host: str) -> tuple[bytes, bool]:
+    """:func:`encode_host` with a small cache (a store sees the same few hosts over and over)."""
+    hit = _ENCODED_HOSTS.get(host)
+    if hit is None:
+        hit = encode_host(host)
+        if len(_ENCODED_HOSTS) >= 4096:
+            _ENCODED_HOSTS.clear()
+        _ENCODED_HOSTS[host] = hit
+    return hit
+
 
 _REC_HEAD = struct.Struct(">iiiiiqqiq")  # total, magic, bodycrc, queueid, flag, qoffset, physoffset, sysflag, born ts
 _I32 = struct.Struct(">i")
@@ -420,12 +451,27 @@ def encode_record(
     if len(tb) > 255:
         raise InvalidArgumentError(f"topic of {len(tb)} bytes exceeds 255")
     v2 = len(tb) > 127
-    bh, b6 = encode_host(born_host)
-    shost, s6 = encode_host(store_host)
+    bh, b6 = _encode_host_cached(born_host)
+    shost, s6 = _encode_host_cached(store_host)
     sys_flag = (sys_flag & ~(sf.BORNHOST_V6_FLAG | sf.STOREHOST_V6_FLAG)) | (sf.BORNHOST_V6_FLAG if b6 else 0) | (
         sf.STOREHOST_V6_FLAG if s6 else 0
     )
-    total = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + len(bh) + 8 + len(shost) + 4 + 8 + 4 + len(body) + (2 if v2 else 1) + len(tb) + 2 + len(pb)
+    blen = len(body)
+    total = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + len(bh) + 8 + len(shost) + 4 + 8 + 4 + blen + (2 if v2 else 1) + len(tb) + 2 + len(pb)
+    if not (b6 or s6 or v2):
+        # common case: one pack for the 92-byte fixed part (through the body length)
+        return b"".join((
+            _REC_FIXED4.pack(
+                total, sf.MAGIC_V1, body_crc(body) if crc is None else crc, queue_id, flag, queue_offset,
+                physical_offset, sys_flag, born_timestamp, bh, store_timestamp, shost, reconsume_times,
+                prepared_transaction_offset, blen,
+            ),
+            body,
+            bytes((len(tb),)),
+            tb,
+            _I16.pack(len(pb)),
+            pb,
+        ))
     parts = [
         _REC_HEAD.pack(
             total,
@@ -441,8 +487,8 @@ def encode_record(
         bh,
         _I64.pack(store_timestamp),
         shost,
-        struct.pack(">iqi", reconsume_times, prepared_transaction_offset, len(body)),
-        bytes(body),
+        struct.pack(">iqi", reconsume_times, prepared_transaction_offset, blen),
+        body,
         (_I16.pack(len(tb)) if v2 else bytes((len(tb),))),
         tb,
         _I16.pack(len(pb)),
@@ -451,42 +497,80 @@ def encode_record(
     return b"".join(parts)
 
 
+_REC_MID4 = struct.Struct(">8xq8xiqi")  # both hosts IPv4: (born host), store ts, (store host), reconsume, prepared, body len
+_HOST_CACHE: dict[bytes, tuple[str, str]] = {}
+
+
+def _cache_host(raw: memoryview) -> tuple[str, str]:
+    """Return (and remember) ``("ip:port", upper-hex)`` of an 8-byte IPv4 host field."""
+    key = bytes(raw)
+    if len(_HOST_CACHE) >= 4096:
+        _HOST_CACHE.clear()
+    entry = _HOST_CACHE[key] = (decode_host(key), key.hex().upper())
+    return entry
+_REC_TAIL = struct.Struct(">iqi")  # reconsume, prepared, body len
+_MIN_RECORD = 91  # v1 magic, IPv4 hosts, empty body/topic/properties
+
+
 def decode_record(
-    buf: bytes | memoryview, pos: int = 0, *, read_body: bool = True, decompress_body: bool = True
+    buf: bytes | bytearray | memoryview, pos: int = 0, *, read_body: bool = True, decompress_body: bool = True
 ) -> tuple[MessageExt, int]:
     """Decode the record at ``pos``; return the message and the position after it.
 
+    Mirrors ``MessageDecoder.decode``. Every length is checked against the record's own
+    ``totalSize``; nothing is read past it.
+
+    Args:
+        buf: buffer holding one or more records.
+        pos: offset of the record's TOTALSIZE field.
+        read_body: False leaves ``body`` empty (faster when only metadata is needed).
+        decompress_body: inflate compressed bodies and clear the COMPRESSED flag.
+
     Raises:
-        ProtocolError: truncated record, bad magic, or undecodable fields.
+        ProtocolError: truncated record, bad magic, lengths running past the record, undecodable
+            topic/properties, or a corrupt compressed body.
     """
-    mv = memoryview(buf)
+    mv = buf if isinstance(buf, memoryview) else memoryview(buf)
     n = len(mv)
     try:
-        if pos + 4 > n:
+        if pos < 0 or pos + 48 > n:
             raise ProtocolError("record truncated")
         total, magic, crc, queue_id, flag, qoff, poff, sys_flag, born_ts = _REC_HEAD.unpack_from(mv, pos)
         end = pos + total
-        if total < 91 or end > n:
+        if total < _MIN_RECORD or end > n:
             raise ProtocolError(f"record size {total} out of range")
         if magic == sf.MAGIC_V1:
             v2 = False
         elif magic == sf.MAGIC_V2:
             v2 = True
         else:
-            raise ProtocolError(f"bad record magic {magic:#x}")
+            raise ProtocolError(f"bad record magic {magic & 0xFFFFFFFF:#x}")
         p = pos + BORN_HOST_POS
-        bw = 20 if sys_flag & sf.BORNHOST_V6_FLAG else 8
-        born_host = decode_host(mv[p : p + bw])
-        p += bw
-        (store_ts,) = _I64.unpack_from(mv, p)
-        p += 8
-        sw = 20 if sys_flag & sf.STOREHOST_V6_FLAG else 8
-        store_host_bytes = bytes(mv[p : p + sw])
-        store_host = decode_host(store_host_bytes)
-        p += sw
-        reconsume, prep, blen = struct.unpack_from(">iqi", mv, p)
-        p += 16
-        if blen < 0 or p + blen > end:
+        if not sys_flag & (sf.BORNHOST_V6_FLAG | sf.STOREHOST_V6_FLAG):
+            # fast path: IPv4 hosts, one unpack for the middle section (40 bytes); host strings
+            # and the store host's hex come from a small cache (a pull repeats the same hosts)
+            store_ts, reconsume, prep, blen = _REC_MID4.unpack_from(mv, p)
+            born = _HOST_CACHE.get(bytes(mv[p : p + 8])) or _cache_host(mv[p : p + 8])
+            store = _HOST_CACHE.get(bytes(mv[p + 16 : p + 24])) or _cache_host(mv[p + 16 : p + 24])
+            born_host = born[0]
+            store_host, store_hex = store
+            p += 40
+        else:
+            bw = 20 if sys_flag & sf.BORNHOST_V6_FLAG else 8
+            sw = 20 if sys_flag & sf.STOREHOST_V6_FLAG else 8
+            if p + bw + 8 + sw + 16 > end:
+                raise ProtocolError("record hosts run past the record")
+            born_host = decode_host(mv[p : p + bw])
+            p += bw
+            (store_ts,) = _I64.unpack_from(mv, p)
+            p += 8
+            store_host_bytes = bytes(mv[p : p + sw])
+            store_host = decode_host(store_host_bytes)
+            store_hex = store_host_bytes.hex().upper()
+            p += sw
+            reconsume, prep, blen = _REC_TAIL.unpack_from(mv, p)
+            p += 16
+        if blen < 0 or p + blen + (2 if v2 else 1) > end:
             raise ProtocolError("record body length out of range")
         body = b""
         if read_body:
@@ -501,35 +585,25 @@ def decode_record(
         else:
             tlen = mv[p]
             p += 1
-        topic = bytes(mv[p : p + tlen]).decode()
+        if tlen < 0 or p + tlen + 2 > end:
+            raise ProtocolError("record topic length out of range")
+        topic = str(mv[p : p + tlen], "utf-8")
         p += tlen
         (plen,) = _I16.unpack_from(mv, p)
         p += 2
         if plen < 0 or p + plen > end:
             raise ProtocolError("record properties length out of range")
-        props = string_to_properties(bytes(mv[p : p + plen]).decode()) if plen else {}
+        props = string_to_properties(str(mv[p : p + plen], "utf-8")) if plen else {}
     except ProtocolError:
         raise
     except (struct.error, ValueError, IndexError, UnicodeDecodeError) as exc:
         raise ProtocolError(f"bad record: {exc}") from None
+    # positional (faster): topic, body, flag, properties, queue_id, queue_offset, commit_log_offset,
+    # store_size, sys_flag, born_timestamp, born_host, store_timestamp, store_host, body_crc,
+    # reconsume_times, prepared_transaction_offset, offset_msg_id
     msg = MessageExt(
-        topic=topic,
-        body=body,
-        flag=flag,
-        properties=props,
-        queue_id=queue_id,
-        queue_offset=qoff,
-        commit_log_offset=poff,
-        store_size=total,
-        sys_flag=sys_flag,
-        born_timestamp=born_ts,
-        born_host=born_host,
-        store_timestamp=store_ts,
-        store_host=store_host,
-        body_crc=crc,
-        reconsume_times=reconsume,
-        prepared_transaction_offset=prep,
-        offset_msg_id=(store_host_bytes + _I64.pack(poff)).hex().upper(),
+        topic, body, flag, props, queue_id, qoff, poff, total, sys_flag, born_ts, born_host, store_ts,
+        store_host, crc, reconsume, prep, f"{store_hex}{poff & 0xFFFFFFFFFFFFFFFF:016X}",
     )
     return msg, end
 
@@ -541,9 +615,10 @@ def decode_records(buf: bytes | memoryview, *, read_body: bool = True, decompres
         ProtocolError: a record is malformed (unlike Java, which silently drops the rest).
     """
     out: list[MessageExt] = []
-    pos, n = 0, len(buf)
+    mv = memoryview(buf)
+    pos, n = 0, len(mv)
     while pos < n:
-        msg, pos = decode_record(buf, pos, read_body=read_body, decompress_body=decompress_body)
+        msg, pos = decode_record(mv, pos, read_body=read_body, decompress_body=decompress_body)
         out.append(msg)
     return out
 
@@ -560,7 +635,7 @@ def iter_record_spans(buf: bytes | memoryview) -> Iterator[tuple[int, int]]:
         if pos + 4 > n:
             raise ProtocolError("record truncated")
         (total,) = _I32.unpack_from(mv, pos)
-        if total < 91 or pos + total > n:
+        if total < _MIN_RECORD or pos + total > n:
             raise ProtocolError(f"record size {total} out of range")
         yield pos, pos + total
         pos += total
@@ -571,10 +646,16 @@ def iter_record_spans(buf: bytes | memoryview) -> Iterator[tuple[int, int]]:
 
 
 def encode_batch(messages: list[Message]) -> bytes:
-    """Encode the SEND_BATCH_MESSAGE body (``MessageDecoder.encodeMessages``); bodies uncompressed."""
+    """Encode the SEND_BATCH_MESSAGE body (``MessageDecoder.encodeMessages``); bodies uncompressed.
+
+    Raises:
+        InvalidArgumentError: a message's properties exceed 32767 bytes.
+    """
     parts: list[bytes] = []
     for m in messages:
         pb = properties_to_string(m.properties).encode()
+        if len(pb) > 32767:
+            raise InvalidArgumentError(f"properties of {len(pb)} bytes exceed 32767")
         total = 4 + 4 + 4 + 4 + 4 + len(m.body) + 2 + len(pb)
         parts.append(struct.pack(">iiiii", total, 0, 0, m.flag, len(m.body)))
         parts.append(m.body)

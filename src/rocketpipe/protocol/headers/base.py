@@ -8,7 +8,11 @@ way ``RemotingCommand.makeCustomHeaderToNet`` / ``decodeCommandCustomHeader`` do
 * None values are not sent; ints as decimal; bools as ``true``/``false``;
 * decoding parses ``Boolean.parseBoolean`` style (only case-insensitive ``"true"`` is true);
 * a missing field marked ``required`` (``@CFNotNull``) raises :class:`~rocketpipe.errors.HeaderError`;
-* an unparsable value is left at the field's default; unknown keys are ignored.
+* an unparsable optional number is left at the field's default (Java logs it), an unparsable
+  required one raises :class:`~rocketpipe.errors.HeaderError`; unknown keys are ignored.
+
+Both directions are compiled once per class into straight-line functions (hot path: every send
+and pull decodes one header).
 
 Request header classes set ``REQUEST_CODE`` and are registered in :data:`REQUEST_HEADERS`.
 """
@@ -26,8 +30,6 @@ T = TypeVar("T", bound="CommandHeader")
 #: request code -> request header class
 REQUEST_HEADERS: dict[int, type[CommandHeader]] = {}
 
-_MISSING: Any = dataclasses.MISSING
-
 
 def wire(name: str, default: Any = None, *, required: bool = False) -> Any:
     """Declare a header field with its Java wire name.
@@ -38,10 +40,6 @@ def wire(name: str, default: Any = None, *, required: bool = False) -> Any:
         required: True for ``@CFNotNull`` fields: decoding fails when the key is missing.
     """
     return dataclasses.field(default=default, metadata={"wire": name, "required": required})
-
-
-def _parse_bool(s: str) -> bool:
-    return s.lower() == "true"
 
 
 class _FieldSpec(typing.NamedTuple):
@@ -62,11 +60,71 @@ def _kind_of(tp: Any) -> type:
     return str
 
 
+def _format(v: Any) -> str:
+    """Wire text of a value whose type differs from the declared kind (Java ``toString``)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(int(v))
+    return str(v)
+
+
+def _missing(cls: type, wire_name: str) -> HeaderError:
+    return HeaderError(f"the custom field <{wire_name}> is null ({cls.__name__})")
+
+
+def _not_a_number(cls: type, wire_name: str, raw: str) -> HeaderError:
+    return HeaderError(f"the custom field <{wire_name}> is not a number: {raw!r} ({cls.__name__})")
+
+
+def _compile_codec(cls: type, specs: tuple[_FieldSpec, ...]) -> tuple[Any, Any]:
+    """Generate straight-line ``to_ext_fields`` / ``from_ext_fields`` bodies for one class
+    (the technique ``dataclasses`` itself uses): no per-field dispatch at run time."""
+    to_lines = ["def to_ext(self):", " out = {}"]
+    from_lines = ["def from_ext(cls, ext):", " kw = {}", " get = ext.get"]
+    for sp in specs:
+        w = repr(sp.wire)
+        to_lines.append(f" v = self.{sp.attr}")
+        to_lines.append(" if v is not None:")
+        if sp.kind is str:
+            to_lines.append(f"  out[{w}] = v if type(v) is str else _format(v)")
+        elif sp.kind is bool:
+            to_lines.append(f"  out[{w}] = ('true' if v else 'false') if type(v) is bool else _format(v)")
+        elif sp.kind is int:
+            to_lines.append(f"  out[{w}] = str(v) if type(v) is int else _format(v)")
+        else:
+            to_lines.append(f"  out[{w}] = _format(v)")
+        from_lines.append(f" raw = get({w})")
+        from_lines.append(" if raw is None:")
+        from_lines.append(f"  {'raise _missing(cls, ' + w + ')' if sp.required else 'pass'}")
+        if sp.kind is str:
+            from_lines.append(f" else: kw[{sp.attr!r}] = raw")
+        elif sp.kind is bool:
+            from_lines.append(f" else: kw[{sp.attr!r}] = raw.lower() == 'true'")
+        else:
+            conv = "int" if sp.kind is int else "float"
+            from_lines.append(" else:")
+            from_lines.append(f"  try: kw[{sp.attr!r}] = {conv}(raw)")
+            from_lines.append("  except ValueError:")
+            from_lines.append(f"   {'raise _not_a_number(cls, ' + w + ', raw) from None' if sp.required else 'pass'}")
+    to_lines.append(" return out")
+    from_lines.append(" return cls(**kw)")
+    ns: dict[str, Any] = {"_format": _format, "_missing": _missing, "_not_a_number": _not_a_number}
+    exec("\n".join(to_lines) + "\n\n" + "\n".join(from_lines), ns)  # noqa: S102 - generated from field metadata only
+    return ns["to_ext"], ns["from_ext"]
+
+
 class CommandHeader:
-    """Base of typed headers. Subclasses are frozen dataclasses built with :func:`wire` fields."""
+    """Base of typed headers. Subclasses are frozen dataclasses built with :func:`wire` fields.
+
+    Mirrors Java ``CommandCustomHeader``. The codec is generated per class on first use.
+    """
+
+    __slots__ = ()
 
     REQUEST_CODE: ClassVar[int | None] = None
     _specs: ClassVar[tuple[_FieldSpec, ...] | None] = None
+    _codec: ClassVar[tuple[Any, Any] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -74,6 +132,7 @@ class CommandHeader:
         if code is not None:
             REQUEST_HEADERS[int(code)] = cls
         cls._specs = None
+        cls._codec = None
 
     @classmethod
     def _field_specs(cls) -> tuple[_FieldSpec, ...]:
@@ -88,48 +147,51 @@ class CommandHeader:
             cls._specs = specs
         return specs
 
+    @classmethod
+    def _get_codec(cls) -> tuple[Any, Any]:
+        codec = cls.__dict__.get("_codec")
+        if codec is None:
+            codec = cls._codec = _compile_codec(cls, cls._field_specs())
+        return codec
+
     def to_ext_fields(self) -> dict[str, str]:
-        """Return the extFields map of this header (None fields omitted)."""
-        out: dict[str, str] = {}
-        for spec in self._field_specs():
-            v = getattr(self, spec.attr)
-            if v is None:
-                continue
-            if isinstance(v, bool):
-                out[spec.wire] = "true" if v else "false"
-            elif isinstance(v, int):
-                out[spec.wire] = str(int(v))
-            else:
-                out[spec.wire] = str(v)
-        return out
+        """Return the extFields map of this header (None fields omitted; ints as decimal,
+        bools as ``true``/``false``)."""
+        codec = type(self).__dict__.get("_codec") or type(self)._get_codec()
+        return codec[0](self)  # type: ignore[no-any-return]
 
     @classmethod
     def from_ext_fields(cls: type[T], ext: dict[str, str]) -> T:
-        """Build the header from an extFields map.
+        """Build the header from an extFields map (unknown keys ignored; an unparsable optional
+        number is left at its default; booleans parse like Java ``Boolean.parseBoolean``).
 
         Raises:
-            HeaderError: a required field is missing.
+            HeaderError: a required (``@CFNotNull``) field is missing or not a number.
         """
-        kwargs: dict[str, Any] = {}
-        for spec in cls._field_specs():
-            raw = ext.get(spec.wire)
-            if raw is None:
-                if spec.required:
-                    raise HeaderError(
-                        f"the custom field <{spec.wire}> is null ({cls.__name__})"
-                    )
-                continue
-            kind = spec.kind
-            try:
-                if kind is str:
-                    kwargs[spec.attr] = raw
-                elif kind is bool:
-                    kwargs[spec.attr] = _parse_bool(raw)
-                elif kind is int:
-                    kwargs[spec.attr] = int(raw.strip())
-                else:
-                    kwargs[spec.attr] = float(raw)
-            except ValueError:
-                if spec.required:
-                    raise HeaderError(f"the custom field <{spec.wire}> is not a number: {raw!r}") from None
-        return cls(**kwargs)
+        codec = cls.__dict__.get("_codec") or cls._get_codec()
+        return codec[1](cls, ext)  # type: ignore[no-any-return]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RpcRequestHeader(CommandHeader):
+    """5.x base-class ext fields of most request headers (Java ``RpcRequestHeader``).
+
+    Attributes:
+        ns: namespace.
+        nsd: True when resource names already carry the namespace.
+        bname: the broker name the request is meant for (Java 5.x clients always send it).
+        oway: oneway hint.
+    """
+
+    ns: str | None = wire("ns")
+    nsd: bool | None = wire("nsd")
+    bname: str | None = wire("bname")
+    oway: bool | None = wire("oway")
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TopicRequestHeader(RpcRequestHeader):
+    """Adds the logical-queue (static topic) flag ``lo`` (Java ``TopicRequestHeader``,
+    also the base of ``TopicQueueRequestHeader``)."""
+
+    lo: bool | None = wire("lo")

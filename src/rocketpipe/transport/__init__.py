@@ -1,0 +1,19 @@
+"""Asyncio transport (L2): the only package that touches sockets.
+
+* :class:`Router` — request code → async handler, Java-style error responses;
+* :class:`Connection` — one multiplexed TCP connection (opaque → future table, inbound
+  requests);
+* :class:`ConnectionPool` — one connection per address, single-flight connects;
+* :class:`RemotingServer` — ``asyncio.start_server`` + Router.
+
+Imports: stdlib asyncio, :mod:`rocketpipe.errors`, :mod:`rocketpipe.protocol`. Never ``store``.
+"""
+
+from __future__ import annotations
+
+from .connection import Connection, parse_address
+from .pool import ConnectionPool
+from .router import Handler, Router
+from .server import RemotingServer
+
+__all__ = ["Connection", "ConnectionPool", "Handler", "RemotingServer", "Router", "parse_address"]

@@ -1,0 +1,121 @@
+"""Request dispatch by request code (L2): :class:`Router`.
+
+A :class:`Router` maps request codes to async handlers and turns a handler's outcome into the
+response a Java server would write. It is shared by :class:`~.server.RemotingServer` (broker and
+name-server requests) and by client-side connections (server-initiated requests such as
+``NOTIFY_CONSUMER_IDS_CHANGED``). Mirrors ``NettyRemotingAbstract.processRequestCommand``.
+
+Imports: stdlib, :mod:`rocketpipe.errors`, :mod:`rocketpipe.protocol`; ``connection`` only for
+typing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeAlias
+
+from ..errors import ConnectionClosedError, RocketMQError
+from ..protocol.codes import FLAG_RESPONSE, ResponseCode
+from ..protocol.command import RemotingCommand
+
+if TYPE_CHECKING:
+    from .connection import Connection
+
+__all__ = ["Handler", "Router"]
+
+log = logging.getLogger(__name__)
+
+#: An async request handler: returns the response to write, or None to answer later with
+#: :meth:`Connection.send_response` (long polling) or never (oneway requests).
+Handler: TypeAlias = Callable[[RemotingCommand, "Connection"], Awaitable["RemotingCommand | None"]]
+
+
+class Router:
+    """Table of request handlers keyed by request code.
+
+    Mirrors ``NettyRemotingAbstract.processorTable`` + ``processRequestCommand``: an unknown code
+    answers ``REQUEST_CODE_NOT_SUPPORTED`` with remark ``" request type <code> not supported"``;
+    a handler raising :class:`~rocketpipe.errors.RocketMQError` answers the error's ``code`` with
+    ``str(err)`` as remark; any other exception answers ``SYSTEM_ERROR``; oneway requests are
+    never answered.
+    """
+
+    __slots__ = ("_handlers",)
+
+    def __init__(self) -> None:
+        self._handlers: dict[int, Handler] = {}
+
+    def register(self, code: int, handler: Handler) -> None:
+        """Register ``handler`` for request ``code`` (replaces an earlier registration).
+
+        Args:
+            code: a request code (``RequestCode`` member or int).
+            handler: ``async (request, connection) -> response | None``.
+        """
+        self._handlers[int(code)] = handler
+
+    def handler_for(self, code: int) -> Handler | None:
+        """Return the handler registered for ``code``, or None."""
+        return self._handlers.get(code)
+
+    def __contains__(self, code: object) -> bool:
+        return code in self._handlers
+
+    async def dispatch(self, cmd: RemotingCommand, conn: Connection) -> None:
+        """Run the handler for request ``cmd`` and write its response on ``conn``.
+
+        Nothing is written when the request is oneway or the handler returned None (it answers
+        later with ``conn.send_response``). The response gets the request's opaque and the
+        response bit whatever the handler put there. Never raises except
+        :class:`asyncio.CancelledError`; handler failures become error responses.
+
+        Args:
+            cmd: the decoded request.
+            conn: the connection it arrived on (responses are written there).
+        """
+        handler = self._handlers.get(cmd.code)
+        if handler is None:
+            log.debug(
+                "request code not supported peer=%s code=%d opaque=%d",
+                conn.remote_address, cmd.code, cmd.opaque,
+            )
+            resp: RemotingCommand | None = cmd.response(
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"
+            )
+        else:
+            try:
+                resp = await handler(cmd, conn)
+            except asyncio.CancelledError:
+                raise
+            except RocketMQError as err:
+                log.debug(
+                    "handler error peer=%s code=%d opaque=%d error=%r",
+                    conn.remote_address, cmd.code, cmd.opaque, err,
+                )
+                resp = cmd.response(err.code, str(err) or type(err).__name__)
+            except Exception as err:  # noqa: BLE001 - any handler failure is SYSTEM_ERROR
+                log.exception(
+                    "handler failed peer=%s code=%d opaque=%d", conn.remote_address, cmd.code,
+                    cmd.opaque,
+                )
+                resp = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(err).__name__}: {err}")
+        if resp is None or cmd.is_oneway:
+            return
+        resp.opaque = cmd.opaque
+        resp.flag |= FLAG_RESPONSE
+        if conn.is_closed:
+            return
+        try:
+            conn.send_response(resp)
+        except RocketMQError as err:  # e.g. a response body that exceeds the frame limit
+            log.error(
+                "response not encodable peer=%s code=%d opaque=%d error=%s",
+                conn.remote_address, cmd.code, cmd.opaque, err,
+            )
+            conn.send_response(cmd.response(ResponseCode.SYSTEM_ERROR, str(err)))
+        try:
+            await conn.wait_writable()
+        except ConnectionClosedError:
+            pass  # the peer is gone; nothing left to answer
