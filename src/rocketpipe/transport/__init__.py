@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .connection import Connection, parse_address
 from .pool import ConnectionPool
-from .router import Handler, Router
+from .router import DEFER, Handler, InlineHandler, Router
 from .server import RemotingServer
 
-__all__ = ["Connection", "ConnectionPool", "Handler", "RemotingServer", "Router", "parse_address"]
+__all__ = ["DEFER", "Connection", "ConnectionPool", "Handler", "InlineHandler", "RemotingServer", "Router", "parse_address"]

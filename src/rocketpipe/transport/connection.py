@@ -418,6 +418,13 @@ class Connection:
                     if cmd is None:
                         break
                     self._on_command(cmd)
+                # Inline handlers answer from this loop: stop reading while the peer does not
+                # take our responses (the back-pressure their tasks would otherwise apply).
+                if self._transport.get_write_buffer_size() + self._out_bytes > self._high_water:
+                    try:
+                        await self.wait_writable()
+                    except ConnectionClosedError:
+                        break
         finally:
             self._shutdown(reason, abort=abort)
 
@@ -431,6 +438,8 @@ class Connection:
                 )
             else:
                 fut.set_result(cmd)
+            return
+        if self._router.dispatch_inline(cmd, self):
             return
         task = self._loop.create_task(self._router.dispatch(cmd, self))
         self._handler_tasks.add(task)

@@ -44,6 +44,16 @@ class ConnectionPool:
         """A snapshot of the open connections by address."""
         return {a: c for a, c in self._conns.items() if not c.is_closed}
 
+    def open_connection(self, addr: str) -> Connection | None:
+        """Return the open connection to ``addr`` without connecting (None when there is none).
+
+        Hot paths use it to skip the connect machinery of :meth:`get` and :meth:`request`.
+        """
+        conn = self._conns.get(addr)
+        if conn is None or conn.is_closed:
+            return None
+        return conn
+
     async def get(self, addr: str) -> Connection:
         """Return the open connection to ``addr``, connecting if needed.
 

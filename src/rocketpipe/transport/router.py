@@ -23,13 +23,21 @@ from ..protocol.command import RemotingCommand
 if TYPE_CHECKING:
     from .connection import Connection
 
-__all__ = ["Handler", "Router"]
+__all__ = ["DEFER", "Handler", "InlineHandler", "Router"]
 
 log = logging.getLogger(__name__)
 
 #: An async request handler: returns the response to write, or None to answer later with
 #: :meth:`Connection.send_response` (long polling) or never (oneway requests).
 Handler: TypeAlias = Callable[[RemotingCommand, "Connection"], Awaitable["RemotingCommand | None"]]
+
+#: Returned by an inline handler to say "run the async handler for this request instead".
+DEFER: object = object()
+
+#: A synchronous fast path registered next to an async handler: runs in the connection's read
+#: loop (no task per request) and returns the response, None (no response now) or
+#: :data:`DEFER` (nothing done yet; the async handler runs in its own task as usual).
+InlineHandler: TypeAlias = Callable[[RemotingCommand, "Connection"], "RemotingCommand | None | object"]
 
 
 class Router:
@@ -42,19 +50,74 @@ class Router:
     never answered.
     """
 
-    __slots__ = ("_handlers",)
+    __slots__ = ("_handlers", "_inline")
 
     def __init__(self) -> None:
         self._handlers: dict[int, Handler] = {}
+        self._inline: dict[int, InlineHandler] = {}
 
-    def register(self, code: int, handler: Handler) -> None:
+    def register(self, code: int, handler: Handler, *, inline: InlineHandler | None = None) -> None:
         """Register ``handler`` for request ``code`` (replaces an earlier registration).
 
         Args:
             code: a request code (``RequestCode`` member or int).
             handler: ``async (request, connection) -> response | None``.
+            inline: optional synchronous fast path with the same outcome as ``handler`` for the
+                requests it accepts (it returns :data:`DEFER` for the others); it runs in the
+                connection's read loop, saving a task per request.
         """
         self._handlers[int(code)] = handler
+        if inline is None:
+            self._inline.pop(int(code), None)
+        else:
+            self._inline[int(code)] = inline
+
+    def dispatch_inline(self, cmd: RemotingCommand, conn: Connection) -> bool:
+        """Handle ``cmd`` synchronously when its code has an inline handler that accepts it.
+
+        Same outcome as :meth:`dispatch` (errors become error responses; oneway requests are
+        not answered), except that back-pressure is left to the caller (the read loop).
+
+        Returns:
+            True when handled; False when :meth:`dispatch` must run (no inline handler, or it
+            returned :data:`DEFER`).
+        """
+        fn = self._inline.get(cmd.code)
+        if fn is None:
+            return False
+        try:
+            resp = fn(cmd, conn)
+        except RocketMQError as err:
+            log.debug(
+                "handler error peer=%s code=%d opaque=%d error=%r",
+                conn.remote_address, cmd.code, cmd.opaque, err,
+            )
+            resp = cmd.response(err.code, str(err) or type(err).__name__)
+        except Exception as err:  # noqa: BLE001 - any handler failure is SYSTEM_ERROR
+            log.exception(
+                "handler failed peer=%s code=%d opaque=%d", conn.remote_address, cmd.code, cmd.opaque,
+            )
+            resp = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(err).__name__}: {err}")
+        if resp is DEFER:
+            return False
+        self._answer(cmd, conn, resp)  # type: ignore[arg-type]
+        return True
+
+    def _answer(self, cmd: RemotingCommand, conn: Connection, resp: RemotingCommand | None) -> None:
+        if resp is None or cmd.is_oneway:
+            return
+        resp.opaque = cmd.opaque
+        resp.flag |= FLAG_RESPONSE
+        if conn.is_closed:
+            return
+        try:
+            conn.send_response(resp)
+        except RocketMQError as err:  # e.g. a response body that exceeds the frame limit
+            log.error(
+                "response not encodable peer=%s code=%d opaque=%d error=%s",
+                conn.remote_address, cmd.code, cmd.opaque, err,
+            )
+            conn.send_response(cmd.response(ResponseCode.SYSTEM_ERROR, str(err)))
 
     def handler_for(self, code: int) -> Handler | None:
         """Return the handler registered for ``code``, or None."""
@@ -103,18 +166,9 @@ class Router:
                 resp = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(err).__name__}: {err}")
         if resp is None or cmd.is_oneway:
             return
-        resp.opaque = cmd.opaque
-        resp.flag |= FLAG_RESPONSE
+        self._answer(cmd, conn, resp)
         if conn.is_closed:
             return
-        try:
-            conn.send_response(resp)
-        except RocketMQError as err:  # e.g. a response body that exceeds the frame limit
-            log.error(
-                "response not encodable peer=%s code=%d opaque=%d error=%s",
-                conn.remote_address, cmd.code, cmd.opaque, err,
-            )
-            conn.send_response(cmd.response(ResponseCode.SYSTEM_ERROR, str(err)))
         try:
             await conn.wait_writable()
         except ConnectionClosedError:

@@ -1,0 +1,556 @@
+"""The broker's composition root (L3): :class:`Broker`.
+
+Wires a :class:`~rocketpipe.transport.RemotingServer` + :class:`~rocketpipe.transport.Router`,
+the :class:`~rocketpipe.store.MessageStore`, the broker state tables (topics, subscription
+groups, consumer offsets, client registry, held pulls, queue locks) and the processors
+(send, pull, offset, consumer, admin, lock), and runs the
+background loops in one :class:`asyncio.TaskGroup`:
+
+* ``_register_loop`` — REGISTER_BROKER to every name server every 30 s and on topic changes;
+* ``_schedule_loop`` — delivers due delayed messages (``SCHEDULE_TOPIC_XXXX``) every 100 ms;
+* ``_hold_loop`` — long-poll sweep every 5 s (and at the earliest hold deadline);
+* ``_expiry_loop`` — closes client channels without a heartbeat for 120 s;
+* ``_notify_loop`` — pushes NOTIFY_CONSUMER_IDS_CHANGED to the members of changed groups;
+* ``_persist_loop`` — consumer offsets every 5 s, delay progress every 10 s, topics/groups
+  when changed (all again on close);
+* ``_flush_loop`` — ``store.flush()`` every 500 ms in a worker thread, plus the SYNC_FLUSH
+  group commit (:mod:`.flush`).
+
+Mirrors ``BrokerController``. The event-loop thread owns every table; only the store's
+``flush``/``load``/``close`` and JSON file writes run in worker threads. Imports L0–L2 only
+(never ``client`` or ``namesrv``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from ..clock import SYSTEM_CLOCK, Clock
+from ..errors import RocketMQError
+from ..protocol import message as pm
+from ..protocol import sysflag as sf
+from ..protocol.bodies.register import DataVersion as WireDataVersion
+from ..protocol.bodies.register import RegisterBrokerBody, TopicConfigSerializeWrapper
+from ..protocol.bodies.register import TopicConfig as WireTopicConfig
+from ..protocol.codes import RequestCode, ResponseCode
+from ..protocol.command import RemotingCommand
+from ..protocol.headers.consumer import NotifyConsumerIdsChangedRequestHeader
+from ..protocol.headers.route import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+from ..store import MessageInner, MessageStore, PutResult, StoreConfig
+from ..store.json_file import load_json, save_json
+from ..transport import Connection, ConnectionPool, RemotingServer, Router
+from .config import BrokerConfig
+from .flush import GroupCommit
+from .groups import ClientRegistry
+from .locks import QueueLocks
+from .offsets import ConsumerOffsets
+from .processors.admin import AdminProcessor
+from .processors.consumer import ConsumerProcessor
+from .processors.lock import LockProcessor
+from .processors.offset import OffsetProcessor
+from .processors.pull import PullProcessor
+from .processors.send import SendProcessor
+from .pull_hold import HeldPull, PullHoldTable
+from .schedule import SCHEDULE_TOPIC, DueMessage, ScheduleDelivery, parse_delay_levels, redirect_properties
+from .topics import SubscriptionGroupTable, TopicTable
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Broker"]
+
+_SCHEDULE_PERIOD_S = 0.1
+
+
+class Broker:
+    """An embedded RocketMQ broker (single master).
+
+    Args:
+        config: broker configuration.
+        clock: wall clock for store/born timestamps, delay due times and channel expiry
+            (tests pass a fake one). Deadlines use the event loop's clock.
+
+    Attributes:
+        config: the configuration.
+        address: ``"ip:port"`` once started ("" before).
+        store: the message store.
+        topics, groups_config, offsets, clients, hold, locks: the broker's state tables.
+
+    Use ``async with Broker(cfg) as b`` or :meth:`start` / :meth:`close`.
+    """
+
+    def __init__(self, config: BrokerConfig, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.config = config
+        self.clock = clock
+        self.address = ""
+        self.delay_levels = parse_delay_levels(config.message_delay_level)
+        store_kwargs: dict[str, Any] = {}
+        if config.mapped_file_size_commit_log is not None:
+            store_kwargs["mapped_file_size_commit_log"] = config.mapped_file_size_commit_log
+        if config.mapped_file_size_consume_queue is not None:
+            store_kwargs["mapped_file_size_consume_queue"] = config.mapped_file_size_consume_queue
+        self.store = MessageStore(
+            StoreConfig(
+                root_dir=Path(config.store_dir),
+                flush_disk_type=config.flush_disk_type,
+                max_message_size=config.max_message_size,
+                flush_interval_commit_log_ms=config.flush_interval_commit_log_ms,
+                sync_flush_timeout_ms=config.sync_flush_timeout_ms,
+                message_delay_level=config.message_delay_level,
+                **store_kwargs,
+            ),
+            clock,
+        )
+        self.topics = TopicTable(
+            broker_name=config.broker_name,
+            cluster_name=config.broker_cluster_name,
+            auto_create_topic_enable=config.auto_create_topic_enable,
+            default_topic_queue_nums=config.default_topic_queue_nums,
+            schedule_queue_nums=len(self.delay_levels),
+        )
+        self.groups_config = SubscriptionGroupTable(auto_create=config.auto_create_subscription_group)
+        self.offsets = ConsumerOffsets()
+        self.clients = ClientRegistry()
+        self.hold = PullHoldTable()
+        self.locks = QueueLocks()
+        self.unique_ids = pm.UniqueIdGenerator(_ip_bytes(config.host))
+        self.schedule = ScheduleDelivery(self.delay_levels, self._read_schedule, self._deliver_scheduled)
+        self.router = Router()
+        self.send_processor = SendProcessor(self)
+        self.pull_processor = PullProcessor(self)
+        for proc in (self.send_processor, self.pull_processor, OffsetProcessor(self), ConsumerProcessor(self), AdminProcessor(self), LockProcessor(self)):
+            proc.register(self.router)
+        self.server = RemotingServer(self.router, config.host, config.listen_port)
+        self.server.add_close_callback(self._on_channel_closed)
+        self._pool = ConnectionPool()
+        self.group_commit = GroupCommit(self.store.flush, config.sync_flush_timeout_ms / 1000.0)
+        self._register_wake = asyncio.Event()
+        self._hold_wake = asyncio.Event()
+        self._notify_wake = asyncio.Event()
+        self._persist_wake = asyncio.Event()
+        self._pending_notify: set[str] = set()
+        self._runner: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._started = False
+        self._closed = False
+        self._persisted_delay: dict[int, int] = {}
+        self._delay_persisted_at = 0.0
+        self.registrations = 0
+
+    # ------------------------------------------------------------------ paths
+    @property
+    def config_dir(self) -> Path:
+        """``<store_dir>/config`` (topics, groups, offsets, delay progress)."""
+        return Path(self.config.store_dir) / "config"
+
+    def _path(self, name: str) -> Path:
+        return self.config_dir / name
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> str:
+        """Load state, recover the store, listen, start the loops, register with name servers.
+
+        Returns:
+            The address clients connect to, ``"ip:port"``.
+
+        Raises:
+            OSError: the port cannot be bound or the store directory is unusable.
+            RuntimeError: already started.
+        """
+        if self._started:
+            raise RuntimeError("Broker already started")
+        self._started = True
+        self.config_dir.mkdir(parents=True, exist_ok=True)
+        now = self.clock.now_ms()
+        self.topics.create_system_topics(now)
+        self.topics.load_json(await asyncio.to_thread(load_json, self._path("topics.json")))
+        self.groups_config.load_json(await asyncio.to_thread(load_json, self._path("subscriptionGroup.json")))
+        self.offsets.load_json(await asyncio.to_thread(load_json, self._path("consumerOffset.json")))
+        delay = ScheduleDelivery.offsets_from_json(await asyncio.to_thread(load_json, self._path("delayOffset.json")))
+        self.schedule.offsets.update(delay)
+        self._persisted_delay = dict(delay)
+        await asyncio.to_thread(self.store.load)
+        self.address = await self.server.start()
+        self._runner = asyncio.get_running_loop().create_task(self._run(), name=f"broker-{self.config.broker_name}")
+        await self._ready.wait()
+        if self.config.namesrv_addrs:
+            await self.register_broker_all()
+        log.info("broker started name=%s addr=%s store=%s", self.config.broker_name, self.address, self.config.store_dir)
+        return self.address
+
+    async def close(self) -> None:
+        """Unregister, stop serving, persist offsets/topics/groups/delay progress, close the store.
+
+        Idempotent. Held pulls are dropped with their connections.
+        """
+        if self._closed or not self._started:
+            self._closed = True
+            return
+        self._closed = True
+        if self.config.namesrv_addrs and self.address:
+            await self._unregister_broker_all()
+        await self.server.close()
+        if self._runner is not None:
+            self._runner.cancel()
+            try:
+                await self._runner
+            except asyncio.CancelledError:
+                pass
+            except Exception:  # noqa: BLE001 - a crashed loop must not prevent a clean close
+                log.exception("broker loops ended with an error")
+        self.hold.drain()
+        try:
+            await self._persist(force=True)
+        except Exception:  # noqa: BLE001 - still close the store
+            log.exception("final persist failed")
+        await asyncio.to_thread(self.store.close)
+        self.group_commit.release_all()
+        await self._pool.close()
+        log.info("broker closed name=%s addr=%s", self.config.broker_name, self.address)
+
+    async def __aenter__(self) -> Broker:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _run(self) -> None:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self._register_loop(), name="broker-register")
+            tg.create_task(self._schedule_loop(), name="broker-schedule")
+            tg.create_task(self._hold_loop(), name="broker-hold")
+            tg.create_task(self._expiry_loop(), name="broker-expiry")
+            tg.create_task(self._notify_loop(), name="broker-notify")
+            tg.create_task(self._persist_loop(), name="broker-persist")
+            tg.create_task(self._flush_loop(), name="broker-flush")
+            if self.config.flush_disk_type == "SYNC_FLUSH":
+                tg.create_task(self.group_commit.run(), name="broker-group-commit")
+            self._ready.set()
+
+    # ------------------------------------------------------------------ services for processors
+    def loop_time(self) -> float:
+        """The event loop's clock, seconds (deadlines)."""
+        return asyncio.get_running_loop().time()
+
+    def put_message(self, inner: MessageInner) -> PutResult:
+        """Append one message and wake the pulls held on its queue."""
+        result = self.store.put_message(inner)
+        if result.is_ok:
+            self._on_arrival(inner, result)
+        return result
+
+    def put_messages(self, inners: list[MessageInner]) -> PutResult:
+        """Append a batch (consecutive offsets in one queue) and wake held pulls."""
+        result = self.store.put_messages(inners)
+        if result.is_ok and inners:
+            self._on_arrival(inners[-1], result)
+        return result
+
+    async def wait_durable(self, result: PutResult) -> bool:
+        """SYNC_FLUSH: wait (group commit) until ``result`` is on disk; ASYNC_FLUSH: True at once.
+
+        Returns:
+            False when the flush did not complete within ``sync_flush_timeout_ms``.
+        """
+        if self.config.flush_disk_type != "SYNC_FLUSH":
+            return True
+        return await self.group_commit.wait_flushed(result.wrote_offset + result.wrote_bytes)
+
+    def apply_delay(self, inner: MessageInner) -> MessageInner:
+        """Redirect a message with ``DELAY > 0`` into ``SCHEDULE_TOPIC_XXXX`` (``handleScheduleMessage``).
+
+        The level is clamped to the table; ``REAL_TOPIC``/``REAL_QID`` keep the destination and
+        the tags code is the delivery time (ms). Transactional prepared/rollback messages and
+        messages without a delay are returned unchanged.
+        """
+        props = inner.properties if isinstance(inner.properties, dict) else pm.string_to_properties(inner.properties)
+        try:
+            level = int(props.get(pm.PROPERTY_DELAY_TIME_LEVEL, "0") or 0)
+        except ValueError:
+            level = 0
+        if level <= 0 or inner.sys_flag & sf.TRANSACTION_TYPE_MASK not in (sf.TRANSACTION_NOT_TYPE, sf.TRANSACTION_COMMIT_TYPE):
+            return inner
+        level = min(level, len(self.delay_levels))
+        props = redirect_properties(props, inner.topic, inner.queue_id)
+        props[pm.PROPERTY_DELAY_TIME_LEVEL] = str(level)
+        inner.properties = props
+        inner.topic = SCHEDULE_TOPIC
+        inner.queue_id = level - 1
+        inner.tags_code = self.clock.now_ms() + self.delay_levels[level - 1]
+        return inner
+
+    def topics_changed(self) -> None:
+        """Note a topic-table change: persist soon and re-register with the name servers."""
+        self.topics.dirty = True
+        self._register_wake.set()
+        self._persist_wake.set()
+
+    def park_pull(self, entry: HeldPull) -> None:
+        """Hold a pull until a message arrives for its queue or its deadline passes."""
+        self.hold.park(entry)
+        self._hold_wake.set()
+
+    def notify_consumer_ids_changed(self, group: str) -> None:
+        """Queue NOTIFY_CONSUMER_IDS_CHANGED for every channel of ``group`` (if enabled)."""
+        if not self.config.notify_consumer_ids_changed_enable:
+            return
+        self._pending_notify.add(group)
+        self._notify_wake.set()
+
+    # ------------------------------------------------------------------ arrival / held pulls
+    def _on_arrival(self, inner: MessageInner, result: PutResult) -> None:
+        if not self.hold.has(inner.topic, inner.queue_id):
+            return
+        props = inner.properties if isinstance(inner.properties, dict) else pm.string_to_properties(inner.properties)
+        tags_code = inner.tags_code if inner.tags_code is not None else pm.tag_code(props.get(pm.PROPERTY_TAGS))
+        max_offset = result.queue_offset + max(1, result.msg_num)
+        released = self.hold.on_arrival(inner.topic, inner.queue_id, max_offset, tags_code, self.loop_time())
+        if released:
+            asyncio.get_running_loop().call_soon(self._rerun_held, released)
+
+    def _rerun_held(self, entries: list[HeldPull]) -> None:
+        for e in entries:
+            self.pull_processor.rerun(e)
+
+    def _on_channel_closed(self, conn: Connection) -> None:
+        self.hold.drop_channel(conn)
+        models = {g: info.message_model for g, info in self.clients.consumers.items() if conn in info.channels}
+        for group in self.clients.remove_channel(conn):
+            gcfg = self.groups_config.groups.get(group)
+            if models.get(group) == "BROADCASTING":
+                continue
+            if gcfg is None or gcfg.notify_consumer_ids_changed_enable:
+                self.notify_consumer_ids_changed(group)
+
+    # ------------------------------------------------------------------ schedule
+    def _read_schedule(self, queue_id: int, offset: int, max_nums: int) -> tuple[list[pm.MessageExt], int, int, int]:
+        res = self.store.get_message(SCHEDULE_TOPIC, queue_id, offset, max_nums)
+        records: list[pm.MessageExt] = []
+        for buf in res.buffers:
+            records.extend(pm.decode_records(buf, decompress_body=False))
+        return records, res.next_begin_offset, res.min_offset, res.max_offset
+
+    def _deliver_scheduled(self, due: DueMessage) -> bool:
+        rec = due.record
+        inner = MessageInner(
+            topic=due.real_topic,
+            queue_id=due.real_queue_id,
+            body=rec.body,
+            flag=rec.flag,
+            properties=due.properties,
+            sys_flag=rec.sys_flag,
+            born_timestamp=rec.born_timestamp,
+            born_host=rec.born_host,
+            store_host=rec.store_host,
+            reconsume_times=rec.reconsume_times,
+        )
+        result = self.put_message(inner)
+        if not result.is_ok:
+            log.warning("schedule delivery failed topic=%s status=%s", due.real_topic, result.status)
+        return result.is_ok
+
+    # ------------------------------------------------------------------ name server
+    def _register_body(self) -> bytes:
+        dv = self.topics.data_version
+        wrapper = TopicConfigSerializeWrapper(
+            topic_config_table={
+                name: WireTopicConfig(
+                    topic_name=tc.topic_name,
+                    read_queue_nums=tc.read_queue_nums,
+                    write_queue_nums=tc.write_queue_nums,
+                    perm=tc.perm,
+                    topic_filter_type=tc.topic_filter_type,
+                    topic_sys_flag=tc.topic_sys_flag,
+                    order=tc.order,
+                )
+                for name, tc in self.topics.topics.items()
+            },
+            data_version=WireDataVersion(dv.state_version, dv.timestamp, dv.counter),
+        )
+        return RegisterBrokerBody(topic_config_serialize_wrapper=wrapper).encode()
+
+    async def register_broker_all(self) -> None:
+        """Send REGISTER_BROKER to every name server; failures are logged, never raised."""
+        host, _, port = self.address.rpartition(":")
+        header = RegisterBrokerRequestHeader(
+            broker_name=self.config.broker_name,
+            broker_addr=self.address,
+            cluster_name=self.config.broker_cluster_name,
+            ha_server_addr=f"{host}:{int(port) + 1}",
+            broker_id=self.config.broker_id,
+            heartbeat_timeout_millis=self.config.channel_expired_timeout_ms,
+            compressed=False,
+            body_crc32=0,
+        )
+        body = self._register_body()
+        timeout = self.config.register_broker_timeout_mills / 1000.0
+        for addr in self.config.namesrv_addrs:
+            cmd = RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext_fields(), body)
+            try:
+                resp = await self._pool.request(addr, cmd, timeout)
+            except (RocketMQError, OSError) as exc:
+                log.warning("register broker failed namesrv=%s error=%s", addr, exc)
+                continue
+            if resp.code != ResponseCode.SUCCESS:
+                log.warning("register broker refused namesrv=%s code=%d remark=%s", addr, resp.code, resp.remark)
+            else:
+                self.registrations += 1
+
+    async def _unregister_broker_all(self) -> None:
+        header = UnRegisterBrokerRequestHeader(
+            broker_name=self.config.broker_name,
+            broker_addr=self.address,
+            cluster_name=self.config.broker_cluster_name,
+            broker_id=self.config.broker_id,
+        )
+        for addr in self.config.namesrv_addrs:
+            try:
+                await self._pool.request(addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header.to_ext_fields()), 3.0)
+            except (RocketMQError, OSError) as exc:
+                log.info("unregister broker failed namesrv=%s error=%s", addr, exc)
+
+    # ------------------------------------------------------------------ loops
+    async def _periodic(self, name: str, interval_s: float, fn: Callable[[], Awaitable[None]], wake: asyncio.Event | None = None) -> None:
+        """Run ``fn`` every ``interval_s`` seconds (or when ``wake`` is set); log and survive errors."""
+        while True:
+            if wake is None:
+                await asyncio.sleep(interval_s)
+            else:
+                try:
+                    async with asyncio.timeout(interval_s):
+                        await wake.wait()
+                except TimeoutError:
+                    pass
+                wake.clear()
+            try:
+                await fn()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - a loop survives one bad iteration
+                log.exception("broker loop %s iteration failed", name)
+
+    async def _register_loop(self) -> None:
+        if not self.config.namesrv_addrs:
+            return
+        await self._periodic("register", self.config.register_name_server_period_ms / 1000.0, self.register_broker_all, self._register_wake)
+
+    async def _schedule_loop(self) -> None:
+        async def step() -> None:
+            self.schedule.deliver_due(self.clock.now_ms())
+
+        await self._periodic("schedule", _SCHEDULE_PERIOD_S, step)
+
+    async def _hold_loop(self) -> None:
+        interval = (
+            self.config.long_polling_check_interval_ms if self.config.long_polling_enable else self.config.short_polling_time_mills
+        ) / 1000.0
+        loop = asyncio.get_running_loop()
+        next_sweep = loop.time() + interval
+        while True:
+            deadline = self.hold.next_deadline()
+            wake_at = next_sweep if deadline is None else min(next_sweep, deadline)
+            try:
+                async with asyncio.timeout(max(0.0, wake_at - loop.time())):
+                    await self._hold_wake.wait()
+            except TimeoutError:
+                pass
+            self._hold_wake.clear()
+            now = loop.time()
+            if now >= next_sweep:
+                next_sweep = now + interval
+            try:
+                released = self.hold.sweep(self.store.get_max_offset, now)
+                self._rerun_held(released)
+            except Exception:  # noqa: BLE001
+                log.exception("long-poll sweep failed")
+
+    async def _expiry_loop(self) -> None:
+        await self._periodic("expiry", self.config.client_housekeeping_interval_ms / 1000.0, self.scan_expired_channels)
+
+    async def scan_expired_channels(self) -> None:
+        """Close client channels without a heartbeat for ``channel_expired_timeout_ms``.
+
+        Their groups' remaining members get NOTIFY_CONSUMER_IDS_CHANGED. Runs every
+        ``client_housekeeping_interval_ms``; tests call it directly after advancing a fake clock.
+        """
+        timeout = self.config.channel_expired_timeout_ms
+        for ch in self.clients.expired_channels(self.clock.now_ms(), timeout):
+            log.info("client channel expired (no heartbeat for %d ms) remote=%s", timeout, getattr(ch, "remote_address", ch))
+            self._on_channel_closed(ch)  # type: ignore[arg-type]
+            close = getattr(ch, "close", None)
+            if close is not None:
+                await close()
+
+    async def _notify_loop(self) -> None:
+        while True:
+            await self._notify_wake.wait()
+            self._notify_wake.clear()
+            groups, self._pending_notify = self._pending_notify, set()
+            for group in sorted(groups):
+                ext = NotifyConsumerIdsChangedRequestHeader(consumer_group=group).to_ext_fields()
+                for ch in self.clients.channels_of(group):
+                    conn: Connection = ch  # type: ignore[assignment]
+                    if conn.is_closed:
+                        continue
+                    try:
+                        await conn.oneway(RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, dict(ext)))
+                    except (RocketMQError, OSError) as exc:
+                        log.info("notify consumer ids changed failed group=%s remote=%s error=%s", group, conn.remote_address, exc)
+                    except Exception:  # noqa: BLE001 - the loop must survive
+                        log.exception("notify consumer ids changed failed group=%s", group)
+
+    async def _persist_loop(self) -> None:
+        async def step() -> None:
+            await self._persist(force=False)
+
+        await self._periodic("persist", self.config.flush_consumer_offset_interval_ms / 1000.0, step, self._persist_wake)
+
+    async def _persist(self, *, force: bool) -> None:
+        """Write changed JSON files (all of them when ``force``)."""
+        jobs: list[tuple[Path, Any]] = []
+        if force or self.offsets.dirty:
+            self.offsets.dirty = False
+            jobs.append((self._path("consumerOffset.json"), self.offsets.to_json()))
+        if force or self.topics.dirty:
+            self.topics.dirty = False
+            jobs.append((self._path("topics.json"), self.topics.to_json()))
+        if force or self.groups_config.dirty:
+            self.groups_config.dirty = False
+            jobs.append((self._path("subscriptionGroup.json"), self.groups_config.to_json()))
+        loop_now = self.loop_time()
+        delay_due = loop_now - self._delay_persisted_at >= self.config.flush_delay_offset_interval_ms / 1000.0
+        if force or (delay_due and self.schedule.offsets != self._persisted_delay):
+            self._persisted_delay = dict(self.schedule.offsets)
+            self._delay_persisted_at = loop_now
+            jobs.append((self._path("delayOffset.json"), self.schedule.to_json()))
+        for path, obj in jobs:
+            await asyncio.to_thread(save_json, path, obj)
+
+    async def _flush_loop(self) -> None:
+        """``FlushRealTimeService``: flush when >= 4 pages are dirty, everything every 10 s."""
+        loop = asyncio.get_running_loop()
+        thorough_s = 10.0
+        last_thorough = loop.time()
+
+        async def step() -> None:
+            nonlocal last_thorough
+            now = loop.time()
+            least = 4
+            if now - last_thorough >= thorough_s:
+                least, last_thorough = 0, now
+            await asyncio.to_thread(self.store.flush, least_pages=least)
+
+        await self._periodic("flush", self.config.flush_interval_commit_log_ms / 1000.0, step)
+
+
+def _ip_bytes(host: str) -> bytes:
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return b"\x7f\x00\x00\x01"
+    return ip.packed if ip.version == 4 else b"\x7f\x00\x00\x01"

@@ -1,0 +1,125 @@
+"""Broker configuration (L3): :class:`BrokerConfig`, a frozen dataclass with Java defaults.
+
+Names follow ``org.apache.rocketmq.common.BrokerConfig`` and, for the store-related keys the
+broker forwards to :class:`rocketpipe.store.StoreConfig`, ``MessageStoreConfig``. Durations
+keep Java's millisecond units (``*_ms`` / ``*_mills`` as in Java); the broker converts them to
+seconds where it waits on the event loop. Imports only the stdlib.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final, Literal
+
+from ..errors import InvalidArgumentError
+
+#: MessageStoreConfig.messageDelayLevel
+DEFAULT_MESSAGE_DELAY_LEVEL: Final = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+#: MessageStoreConfig.maxMessageSize (4 MiB)
+DEFAULT_MAX_MESSAGE_SIZE: Final = 4 * 1024 * 1024
+
+
+def _default_store_dir() -> Path:
+    return Path.home() / "store"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrokerConfig:
+    """Configuration of one embedded broker (Java ``BrokerConfig`` + a few store keys).
+
+    Attributes:
+        broker_name: broker group name (``brokerName``).
+        broker_cluster_name: cluster name (``brokerClusterName``).
+        broker_id: 0 = master (the only role implemented).
+        host: address the broker listens on and advertises (``brokerIP1``).
+        listen_port: TCP port; 0 picks a free one (``listenPort``, Java default 10911).
+        namesrv_addr: ``"host:port[;host:port]"`` of name servers, or None (no registration).
+        store_dir: root of the store and of ``config/*.json`` (``storePathRootDir``).
+        flush_disk_type: ``"ASYNC_FLUSH"`` or ``"SYNC_FLUSH"`` (group commit).
+        broker_permission: PermName bits of the broker (6 = read + write).
+        auto_create_topic_enable: keep TBW102 with PERM_INHERIT so sends auto-create topics.
+        auto_create_subscription_group: create unknown groups on first use.
+        default_topic_queue_nums: queues of TBW102 (``defaultTopicQueueNums``).
+        long_polling_enable: hold PULL_NOT_FOUND pulls up to the client's suspend timeout.
+        short_polling_time_mills: hold time when long polling is off (ms).
+        long_polling_check_interval_ms: period of the held-pull sweep (5 000 ms in Java).
+        notify_consumer_ids_changed_enable: push NOTIFY_CONSUMER_IDS_CHANGED on membership change.
+        channel_expired_timeout_ms: drop client channels without a heartbeat for this long (ms).
+        client_housekeeping_interval_ms: period of the channel-expiry scan (ms).
+        register_name_server_period_ms: period of REGISTER_BROKER (ms).
+        register_broker_timeout_mills: timeout of one REGISTER_BROKER request (ms).
+        flush_consumer_offset_interval_ms: period of consumerOffset.json persistence (ms).
+        flush_delay_offset_interval_ms: period of delayOffset.json persistence (ms).
+        message_delay_level: delay levels, tokens with units s/m/h/d.
+        max_message_size: largest accepted body, bytes (``maxMessageSize``).
+        sync_flush_timeout_ms: SYNC_FLUSH wait before FLUSH_DISK_TIMEOUT (``syncFlushTimeout``).
+        flush_interval_commit_log_ms: ASYNC_FLUSH flush period (ms).
+        mapped_file_size_commit_log: commit-log segment size in bytes, or None for the store's default.
+        mapped_file_size_consume_queue: consume-queue segment size in bytes, or None.
+        region_id: returned as ``MSG_REGION`` on send responses.
+        trace_on: returned as ``TRACE_ON`` on send responses.
+
+    Raises:
+        InvalidArgumentError: an invalid flush type, delay level string or negative period.
+    """
+
+    broker_name: str = "broker-a"
+    broker_cluster_name: str = "DefaultCluster"
+    broker_id: int = 0
+    host: str = "127.0.0.1"
+    listen_port: int = 0
+    namesrv_addr: str | None = None
+    store_dir: Path = field(default_factory=_default_store_dir)
+    flush_disk_type: Literal["ASYNC_FLUSH", "SYNC_FLUSH"] = "ASYNC_FLUSH"
+    broker_permission: int = 6
+    auto_create_topic_enable: bool = True
+    auto_create_subscription_group: bool = True
+    default_topic_queue_nums: int = 8
+    long_polling_enable: bool = True
+    short_polling_time_mills: int = 1000
+    long_polling_check_interval_ms: int = 5000
+    notify_consumer_ids_changed_enable: bool = True
+    channel_expired_timeout_ms: int = 120_000
+    client_housekeeping_interval_ms: int = 10_000
+    register_name_server_period_ms: int = 30_000
+    register_broker_timeout_mills: int = 24_000
+    flush_consumer_offset_interval_ms: int = 5000
+    flush_delay_offset_interval_ms: int = 10_000
+    message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    sync_flush_timeout_ms: int = 5000
+    flush_interval_commit_log_ms: int = 500
+    mapped_file_size_commit_log: int | None = None
+    mapped_file_size_consume_queue: int | None = None
+    region_id: str = "DefaultRegion"
+    trace_on: bool = True
+
+    def __post_init__(self) -> None:
+        if self.flush_disk_type not in ("ASYNC_FLUSH", "SYNC_FLUSH"):
+            raise InvalidArgumentError(f"flush_disk_type must be ASYNC_FLUSH or SYNC_FLUSH, not {self.flush_disk_type!r}")
+        if not isinstance(self.store_dir, Path):
+            object.__setattr__(self, "store_dir", Path(self.store_dir))
+        for name in (
+            "short_polling_time_mills",
+            "long_polling_check_interval_ms",
+            "channel_expired_timeout_ms",
+            "client_housekeeping_interval_ms",
+            "register_name_server_period_ms",
+            "flush_consumer_offset_interval_ms",
+            "flush_delay_offset_interval_ms",
+            "sync_flush_timeout_ms",
+            "flush_interval_commit_log_ms",
+        ):
+            if getattr(self, name) <= 0:
+                raise InvalidArgumentError(f"{name} must be positive")
+        from .schedule import parse_delay_levels  # local: schedule imports nothing from config
+
+        parse_delay_levels(self.message_delay_level)
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        """The name-server addresses (``namesrv_addr`` split on ``;``)."""
+        if not self.namesrv_addr:
+            return []
+        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]

@@ -1,0 +1,248 @@
+"""Administration: UPDATE_AND_CREATE_TOPIC (17), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200),
+GET_TOPIC_STATS_INFO (202), GET_CONSUMER_CONNECTION_LIST (203), GET_CONSUME_STATS (208),
+VIEW_MESSAGE_BY_ID (33), GET_ALL_TOPIC_CONFIG (21), DELETE_TOPIC_IN_BROKER (215),
+INVOKE_BROKER_TO_RESET_OFFSET (222, 5.x server-side reset).
+
+Mirrors the matching handlers of ``AdminBrokerProcessor`` / ``QueryMessageProcessor``. Bodies
+with ``Map<MessageQueue, …>`` are written the fastjson way (object-literal keys) by
+:mod:`rocketpipe.protocol.bodies.javajson`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ...errors import ProtocolError
+from ...protocol import message as pm
+from ...protocol.bodies import javajson as jj
+from ...protocol.codes import LanguageCode, RequestCode, ResponseCode
+from ...protocol.command import RemotingCommand
+from ...protocol.bodies.admin import ResetOffsetBody
+from ...protocol.headers.admin import (
+    CreateTopicRequestHeader,
+    DeleteTopicRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    ViewMessageRequestHeader,
+)
+from ...protocol.headers.consumer import ResetOffsetRequestHeader
+from ...protocol.message import MessageQueue
+from ...transport import Connection, Router
+from ..topics import SubscriptionGroupConfig, TopicConfig, validate_group, validate_topic
+from .common import decode_header, error, require
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+
+log = logging.getLogger(__name__)
+
+
+class AdminProcessor:
+    """Handlers of topic/group administration and statistics requests."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def register(self, router: Router) -> None:
+        """Register the handlers on ``router``."""
+        router.register(RequestCode.UPDATE_AND_CREATE_TOPIC, self.update_and_create_topic)
+        router.register(RequestCode.DELETE_TOPIC_IN_BROKER, self.delete_topic)
+        router.register(RequestCode.GET_ALL_TOPIC_CONFIG, self.get_all_topic_config)
+        router.register(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, self.update_and_create_subscription_group)
+        router.register(RequestCode.GET_TOPIC_STATS_INFO, self.get_topic_stats_info)
+        router.register(RequestCode.GET_CONSUME_STATS, self.get_consume_stats)
+        router.register(RequestCode.GET_CONSUMER_CONNECTION_LIST, self.get_consumer_connection_list)
+        router.register(RequestCode.VIEW_MESSAGE_BY_ID, self.view_message_by_id)
+        router.register(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, self.invoke_broker_to_reset_offset)
+
+    async def update_and_create_topic(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """Create or update a topic; re-register with the name servers on change."""
+        b = self.broker
+        h = decode_header(CreateTopicRequestHeader, cmd)
+        require(h.topic, "topic")
+        problem = validate_topic(h.topic)
+        if problem is not None:
+            return error(cmd, ResponseCode.INVALID_PARAMETER, problem)
+        read = h.read_queue_nums if h.read_queue_nums is not None else 8
+        write = h.write_queue_nums if h.write_queue_nums is not None else 8
+        if read < 0 or write < 0 or (read == 0 and write == 0):
+            return error(cmd, ResponseCode.INVALID_PARAMETER, "readQueueNums/writeQueueNums must be positive")
+        tc = TopicConfig(
+            topic_name=h.topic,  # type: ignore[arg-type]
+            read_queue_nums=read,
+            write_queue_nums=write,
+            perm=h.perm if h.perm is not None else 6,
+            topic_filter_type=h.topic_filter_type or "SINGLE_TAG",
+            topic_sys_flag=h.topic_sys_flag or 0,
+            order=bool(h.order),
+        )
+        if b.topics.put(tc, b.clock.now_ms()):
+            b.topics_changed()
+        return cmd.response(ResponseCode.SUCCESS)
+
+    async def delete_topic(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """Forget a topic's config (its stored messages stay until retention)."""
+        b = self.broker
+        h = decode_header(DeleteTopicRequestHeader, cmd)
+        require(h.topic, "topic")
+        if b.topics.delete(h.topic, b.clock.now_ms()):  # type: ignore[arg-type]
+            b.topics_changed()
+        return cmd.response(ResponseCode.SUCCESS)
+
+    async def get_all_topic_config(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """Body ``TopicConfigSerializeWrapper`` of every topic."""
+        return cmd.response(ResponseCode.SUCCESS, None, None, jj.dumps(self.broker.topics.to_json()))
+
+    async def update_and_create_subscription_group(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """Create or update a subscription group from a ``SubscriptionGroupConfig`` JSON body."""
+        try:
+            cfg = SubscriptionGroupConfig.from_json(jj.as_dict(jj.loads(bytes(cmd.body))))
+        except (ProtocolError, KeyError, TypeError, ValueError) as exc:
+            return error(cmd, ResponseCode.SYSTEM_ERROR, f"bad SubscriptionGroupConfig body: {exc}")
+        problem = validate_group(cfg.group_name)
+        if problem is not None:
+            return error(cmd, ResponseCode.INVALID_PARAMETER, problem)
+        self.broker.groups_config.put(cfg)
+        return cmd.response(ResponseCode.SUCCESS)
+
+    async def get_topic_stats_info(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """``TopicStatsTable``: min/max offset and last store time per queue."""
+        b = self.broker
+        h = decode_header(GetTopicStatsInfoRequestHeader, cmd)
+        require(h.topic, "topic")
+        tc = b.topics.get(h.topic)  # type: ignore[arg-type]
+        if tc is None:
+            return error(cmd, ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist")
+        table: dict[MessageQueue, Any] = {}
+        for q in range(tc.queue_nums):
+            mn = b.store.get_min_offset(tc.topic_name, q)
+            mx = b.store.get_max_offset(tc.topic_name, q)
+            last = b.store.get_store_timestamp(tc.topic_name, q, mx - 1) if mx > 0 else 0
+            table[MessageQueue(tc.topic_name, b.config.broker_name, q)] = {
+                "lastUpdateTimestamp": last,
+                "maxOffset": mx,
+                "minOffset": mn,
+            }
+        return cmd.response(ResponseCode.SUCCESS, None, None, jj.dumps({"offsetTable": table}))
+
+    async def get_consume_stats(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """``ConsumeStats`` of a group for one topic, a list, or every topic it has offsets on."""
+        b = self.broker
+        h = decode_header(GetConsumeStatsRequestHeader, cmd)
+        require(h.consumer_group, "consumerGroup")
+        group: str = h.consumer_group  # type: ignore[assignment]
+        if h.topic:
+            topics = [h.topic]
+        elif h.topic_list:
+            topics = [t for t in h.topic_list.split(",") if t]
+        else:
+            topics = b.offsets.topics_of_group(group)
+        table: dict[MessageQueue, Any] = {}
+        for topic in topics:
+            tc = b.topics.get(topic)
+            if tc is None:
+                continue
+            for q in range(tc.write_queue_nums):
+                broker_offset = b.store.get_max_offset(topic, q)
+                consumer_offset = max(0, b.offsets.query(group, topic, q))
+                last = b.store.get_store_timestamp(topic, q, consumer_offset - 1) if consumer_offset > 0 else 0
+                table[MessageQueue(topic, b.config.broker_name, q)] = {
+                    "brokerOffset": broker_offset,
+                    "consumerOffset": consumer_offset,
+                    "lastTimestamp": last,
+                    "pullOffset": consumer_offset,
+                }
+        return cmd.response(ResponseCode.SUCCESS, None, None, jj.dumps({"consumeTps": 0.0, "offsetTable": table}))
+
+    async def get_consumer_connection_list(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """``ConsumerConnection`` of a group; CONSUMER_NOT_ONLINE when nobody is registered."""
+        h = decode_header(GetConsumerConnectionListRequestHeader, cmd)
+        require(h.consumer_group, "consumerGroup")
+        info = self.broker.clients.consumer_group(h.consumer_group)  # type: ignore[arg-type]
+        if info is None or not info.channels:
+            return error(cmd, ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{h.consumer_group}] not online")
+        connections = []
+        for ch in info.channels.values():
+            try:
+                lang = LanguageCode(ch.language).name
+            except ValueError:
+                lang = "OTHER"
+            connections.append(
+                {
+                    "clientAddr": getattr(ch.channel, "remote_address", ""),
+                    "clientId": ch.client_id,
+                    "language": lang,
+                    "version": ch.version,
+                }
+            )
+        body = {
+            "connectionSet": connections,
+            "consumeFromWhere": info.consume_from_where,
+            "consumeType": info.consume_type,
+            "messageModel": info.message_model,
+            "subscriptionTable": {t: s for t, s in info.subscriptions.items()},
+        }
+        return cmd.response(ResponseCode.SUCCESS, None, None, jj.dumps(body))
+
+    async def view_message_by_id(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """One stored record by commit-log offset."""
+        h = decode_header(ViewMessageRequestHeader, cmd)
+        require(h.offset, "offset")
+        msg = self.broker.store.look_message_by_offset(h.offset)  # type: ignore[arg-type]
+        if msg is None:
+            return error(cmd, ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {h.offset}")
+        record = pm.encode_record(
+            topic=msg.topic,
+            body=msg.body,
+            properties=msg.properties,
+            queue_id=msg.queue_id,
+            flag=msg.flag,
+            queue_offset=msg.queue_offset,
+            physical_offset=msg.commit_log_offset,
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_host=msg.born_host,
+            store_timestamp=msg.store_timestamp,
+            store_host=msg.store_host,
+            reconsume_times=msg.reconsume_times,
+            prepared_transaction_offset=msg.prepared_transaction_offset,
+            crc=msg.body_crc,
+        )
+        return cmd.response(ResponseCode.SUCCESS, None, None, record)
+
+    async def invoke_broker_to_reset_offset(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """Reset a group's offsets on a topic (5.x ``useServerSideResetOffset`` path).
+
+        Target per queue: header ``offset`` (clamped to the queue) when given, the max offset for
+        ``timestamp == -1``, else the first offset stored at or after ``timestamp``. Without
+        ``isForce`` a queue only moves backwards. The committed offset is replaced at once and
+        the next pull of each queue answers PULL_OFFSET_MOVED (``OFFSET_RESET``); client commits
+        are ignored until then. Body: ``ResetOffsetBody`` of the new offsets.
+        """
+        b = self.broker
+        h = decode_header(ResetOffsetRequestHeader, cmd)
+        require(h.group, "group")
+        require(h.topic, "topic")
+        group: str = h.group  # type: ignore[assignment]
+        topic: str = h.topic  # type: ignore[assignment]
+        tc = b.topics.get(topic)
+        if tc is None:
+            return error(cmd, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        queues = [h.queue_id] if h.queue_id is not None and h.queue_id >= 0 else list(range(tc.read_queue_nums))
+        table: dict[MessageQueue, int] = {}
+        for q in queues:
+            mn, mx = b.store.get_min_offset(topic, q), b.store.get_max_offset(topic, q)
+            if h.offset is not None and h.offset >= 0:
+                target = max(mn, min(h.offset, mx))
+            elif h.timestamp == -1:
+                target = mx
+            else:
+                target = b.store.get_offset_by_timestamp(topic, q, h.timestamp or 0)
+            current = b.offsets.query(group, topic, q)
+            if not h.is_force and 0 <= current < target:
+                target = current
+            b.offsets.set_reset(group, topic, q, target)
+            table[MessageQueue(topic, b.config.broker_name, q)] = target
+        return cmd.response(ResponseCode.SUCCESS, None, None, ResetOffsetBody(offset_table=table).encode())

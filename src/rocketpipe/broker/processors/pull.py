@@ -1,0 +1,227 @@
+"""PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361), with long polling.
+
+Mirrors ``PullMessageProcessor.processRequest`` + ``DefaultPullMessageResultHandler`` of
+apache/rocketmq 5.x: permission and subscription checks, the store read, the status table of
+``messages-and-broker.md`` §3.4, the piggy-backed offset commit (first pass only) and the hold
+of PULL_NOT_FOUND pulls that carry FLAG_SUSPEND (:mod:`rocketpipe.broker.pull_hold`). The
+processing itself is synchronous (the store is); a held pull is re-run with ``allow_suspend``
+False and answered on its connection with its original opaque.
+
+Response bodies are the store's raw record buffers, joined without decoding.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ...protocol import message as pm
+from ...protocol import sysflag as sf
+from ...errors import InvalidArgumentError
+from ...protocol.bodies.heartbeat import SubscriptionData
+from ...protocol.codes import RequestCode, ResponseCode
+from ...protocol.command import RemotingCommand
+from ...protocol.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
+from ...transport import Connection, Router
+from ..pull_hold import HeldPull
+from .common import decode_header, error, require
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+
+log = logging.getLogger(__name__)
+
+# GetStatus name -> response code (request offset 0 vs non-zero matters for the first two).
+_NOT_FOUND_OR_MOVED = frozenset({"NO_MATCHED_LOGIC_QUEUE", "NO_MESSAGE_IN_QUEUE"})
+_STATUS_CODES: dict[str, ResponseCode] = {
+    "FOUND": ResponseCode.SUCCESS,
+    "NO_MATCHED_MESSAGE": ResponseCode.PULL_RETRY_IMMEDIATELY,
+    "MESSAGE_WAS_REMOVING": ResponseCode.PULL_RETRY_IMMEDIATELY,
+    "OFFSET_FOUND_NULL": ResponseCode.PULL_NOT_FOUND,
+    "OFFSET_OVERFLOW_ONE": ResponseCode.PULL_NOT_FOUND,
+    "OFFSET_OVERFLOW_BADLY": ResponseCode.PULL_OFFSET_MOVED,
+    "OFFSET_TOO_SMALL": ResponseCode.PULL_OFFSET_MOVED,
+    "OFFSET_RESET": ResponseCode.PULL_OFFSET_MOVED,
+}
+
+
+def pull_response_code(status: str, request_offset: int) -> ResponseCode:
+    """Map a store GetStatus name to the pull response code (reference §3.4 table).
+
+    Args:
+        status: ``GetStatus`` name.
+        request_offset: the offset the client asked for.
+    """
+    if status in _NOT_FOUND_OR_MOVED:
+        return ResponseCode.PULL_OFFSET_MOVED if request_offset != 0 else ResponseCode.PULL_NOT_FOUND
+    return _STATUS_CODES.get(status, ResponseCode.SYSTEM_ERROR)
+
+
+def tag_code_set(sub_string: str | None) -> frozenset[int] | None:
+    """Tag hash codes of a TAG expression (``FilterAPI.buildSubscriptionData``); None = all."""
+    if sub_string is None:
+        return None
+    s = sub_string.strip()
+    if not s or s == "*":
+        return None
+    tags = [t.strip() for t in s.split("||")]
+    tags = [t for t in tags if t]
+    if not tags:
+        return None
+    return frozenset(pm.java_string_hash(t) for t in tags)
+
+
+def _int32(v: int) -> int:
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+class PullProcessor:
+    """Handler of the pull codes plus the re-run of held pulls."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def register(self, router: Router) -> None:
+        """Register the handlers on ``router``."""
+        router.register(RequestCode.PULL_MESSAGE, self.handle)
+        router.register(RequestCode.LITE_PULL_MESSAGE, self.handle)
+
+    async def handle(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        """First pass of a pull; returns None when the pull is held for long polling."""
+        h = decode_header(PullMessageRequestHeader, cmd)
+        for name in ("consumer_group", "topic", "queue_id", "queue_offset", "max_msg_nums"):
+            require(getattr(h, name), name)
+        return self.process(cmd, conn, h, allow_suspend=True)
+
+    def rerun(self, entry: HeldPull) -> None:
+        """Re-run a released held pull (no suspend, no commit) and answer on its connection."""
+        conn: Connection = entry.channel  # type: ignore[assignment]
+        if conn.is_closed:
+            return
+        try:
+            resp = self.process(entry.request, conn, entry.context, allow_suspend=False)
+        except Exception as exc:  # noqa: BLE001 - never lose a held request
+            log.exception("held pull re-run failed topic=%s queue=%d", entry.topic, entry.queue_id)
+            resp = error(entry.request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        if resp is not None:
+            conn.send_response(resp)
+
+    def process(
+        self, cmd: RemotingCommand, conn: Connection, h: PullMessageRequestHeader, *, allow_suspend: bool
+    ) -> RemotingCommand | None:
+        """Run the pull: checks, store read, commit, and hold when allowed.
+
+        Returns:
+            The response, or None when the pull was parked.
+        """
+        b = self.broker
+        group: str = h.consumer_group  # type: ignore[assignment]
+        topic: str = h.topic  # type: ignore[assignment]
+        queue_id: int = h.queue_id  # type: ignore[assignment]
+        offset: int = h.queue_offset  # type: ignore[assignment]
+        sys_flag = h.sys_flag or 0
+        if not sf.is_readable(b.config.broker_permission):
+            return error(cmd, ResponseCode.NO_PERMISSION, f"the broker[{b.config.host}] pulling message is forbidden")
+        gcfg = b.groups_config.find(group)
+        if gcfg is None:
+            return error(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{group}] does not exist")
+        if not gcfg.consume_enable:
+            return error(cmd, ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+        tc = b.topics.get(topic)
+        if tc is None:
+            return error(cmd, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+        if not sf.is_readable(tc.perm):
+            return error(cmd, ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
+        if queue_id < 0 or queue_id >= tc.read_queue_nums:
+            return error(
+                cmd,
+                ResponseCode.INVALID_PARAMETER,
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{tc.read_queue_nums}]",
+            )
+        codes = self._filter_codes(cmd, h, group, topic, gcfg)
+        if isinstance(codes, RemotingCommand):
+            return codes
+        tag_filter = None
+        if codes is not None and not sys_flag & sf.PULL_CLASS_FILTER:
+            wanted = codes
+            tag_filter = lambda code: _int32(code) in wanted  # noqa: E731
+        reset = b.offsets.take_reset(group, topic, queue_id)
+        if reset is not None:
+            # 5.x server-side reset (useServerSideResetOffset): OFFSET_RESET -> PULL_OFFSET_MOVED.
+            rh = PullMessageResponseHeader(
+                suggest_which_broker_id=0,
+                next_begin_offset=reset,
+                min_offset=b.store.get_min_offset(topic, queue_id),
+                max_offset=b.store.get_max_offset(topic, queue_id),
+                topic_sys_flag=tc.topic_sys_flag,
+                group_sys_flag=gcfg.group_sys_flag,
+            )
+            return cmd.response(ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", rh.to_ext_fields())
+        max_nums = max(1, h.max_msg_nums or 1)
+        kwargs: dict[str, Any] = {}
+        if h.max_msg_bytes is not None and h.max_msg_bytes > 0:
+            kwargs["max_total_bytes"] = h.max_msg_bytes
+        result = b.store.get_message(topic, queue_id, offset, max_nums, tag_filter=tag_filter, **kwargs)
+        status = getattr(result.status, "name", str(result.status))
+        code = pull_response_code(status, offset)
+        # Piggy-backed commit: first pass only, whatever the result (PullMessageProcessor step 14).
+        if allow_suspend and sys_flag & sf.PULL_COMMIT_OFFSET and h.commit_offset is not None and h.commit_offset >= 0:
+            b.offsets.commit_from_client(group, topic, queue_id, h.commit_offset)
+        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & sf.PULL_SUSPEND:
+            hold_ms = (h.suspend_timeout_millis or 0) if b.config.long_polling_enable else b.config.short_polling_time_mills
+            b.park_pull(
+                HeldPull(
+                    topic=topic,
+                    queue_id=queue_id,
+                    offset=offset,
+                    deadline=b.loop_time() + hold_ms / 1000.0,
+                    code_set=codes,
+                    request=cmd,
+                    channel=conn,
+                    context=h,
+                )
+            )
+            return None
+        rh = PullMessageResponseHeader(
+            suggest_which_broker_id=0,
+            next_begin_offset=result.next_begin_offset,
+            min_offset=result.min_offset,
+            max_offset=result.max_offset,
+            topic_sys_flag=tc.topic_sys_flag,
+            group_sys_flag=gcfg.group_sys_flag,
+        )
+        body: bytes | memoryview = b""
+        if code == ResponseCode.SUCCESS:
+            bufs = result.buffers
+            body = bufs[0] if len(bufs) == 1 else b"".join(bufs)
+        return cmd.response(int(code), status, rh.to_ext_fields(), body)
+
+    def _filter_codes(
+        self, cmd: RemotingCommand, h: PullMessageRequestHeader, group: str, topic: str, gcfg: Any
+    ) -> RemotingCommand | frozenset[int] | None:
+        """Resolve the subscription: from the header (FLAG_SUBSCRIPTION) or the heartbeat registry."""
+        b = self.broker
+        if (h.sys_flag or 0) & sf.PULL_SUBSCRIPTION:
+            expr_type = h.expression_type or "TAG"
+            if expr_type != "TAG":
+                return error(cmd, ResponseCode.SYSTEM_ERROR, "The broker does not support consumer to filter message by SQL92")
+            try:
+                sd = SubscriptionData.build(topic, h.subscription, expr_type)
+            except InvalidArgumentError as exc:
+                return error(cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription failed: {exc}")
+            return None if sd.is_sub_all else frozenset(sd.code_set)
+        info = b.clients.consumer_group(group)
+        if info is None:
+            return error(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info not exist, {group}")
+        if info.message_model == "BROADCASTING" and not gcfg.consume_broadcast_enable:
+            return error(cmd, ResponseCode.NO_PERMISSION, f"the consumer group[{group}] can not consume by broadcast way")
+        sub = info.subscriptions.get(topic)
+        if sub is None:
+            return error(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist, {topic}")
+        if (getattr(sub, "sub_version", 0) or 0) < (h.sub_version or 0):
+            return error(cmd, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
+        expr_type = getattr(sub, "expression_type", None) or "TAG"
+        if expr_type != "TAG":
+            return error(cmd, ResponseCode.SYSTEM_ERROR, "The broker does not support consumer to filter message by SQL92")
+        return tag_code_set(getattr(sub, "sub_string", None))

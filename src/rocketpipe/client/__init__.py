@@ -1,0 +1,61 @@
+"""The RocketMQ client (L3): producer, push consumer, admin and their blocking facades.
+
+Example::
+
+    async with Producer("pg", namesrv_addr="127.0.0.1:9876") as producer:
+        result = await producer.send(Message.build("Orders", b"...", tags="paid", keys=["o-1"]))
+
+    consumer = PushConsumer("cg", namesrv_addr="127.0.0.1:9876")
+    consumer.subscribe("Orders", "paid || refunded")
+
+    @consumer.register_message_listener
+    async def on_messages(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        ...
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async with consumer:
+        ...
+
+Layout: ``config`` (ClientConfig), ``rpc`` (one typed call per request code; the only
+seconds→ms conversion), ``runtime`` (routes, heartbeats, periodic tasks), ``routing``
+(pure queue/broker choice), ``producer/``, ``consumer/`` (push, allocate, rebalance,
+process_queue, pull, concurrent, retry, offsets, listener), ``admin`` and ``sync``.
+Imports transport, protocol, errors and clock; never broker, namesrv or store.
+"""
+
+from __future__ import annotations
+
+from ..protocol.message import Message, MessageExt, MessageQueue
+from .admin import Admin
+from .config import ClientConfig
+from .consumer.allocate import allocate_averagely, allocate_averagely_by_circle
+from .consumer.listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageModel
+from .consumer.offsets import ConsumeFromWhere
+from .consumer.push import PushConsumer
+from .producer.producer import Producer
+from .rpc import PullRaw, PullStatus, SendResult, SendStatus
+from .runtime import ClientRuntime
+from .sync import SyncAdmin, SyncProducer
+
+__all__ = [
+    "Admin",
+    "ClientConfig",
+    "ClientRuntime",
+    "ConsumeConcurrentlyContext",
+    "ConsumeConcurrentlyStatus",
+    "ConsumeFromWhere",
+    "Message",
+    "MessageExt",
+    "MessageModel",
+    "MessageQueue",
+    "Producer",
+    "PullRaw",
+    "PullStatus",
+    "PushConsumer",
+    "SendResult",
+    "SendStatus",
+    "SyncAdmin",
+    "SyncProducer",
+    "allocate_averagely",
+    "allocate_averagely_by_circle",
+]

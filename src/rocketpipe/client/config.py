@@ -1,0 +1,91 @@
+"""Client configuration (L3): :class:`ClientConfig`, shared by producers, consumers and admins.
+
+A frozen dataclass with Java ``ClientConfig`` names in snake_case and Java defaults. Durations
+are seconds (floats); :mod:`rocketpipe.client.rpc` converts them to wire milliseconds.
+Imports only the standard library and :mod:`rocketpipe.errors`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, replace
+from typing import Final
+
+from ..errors import InvalidArgumentError
+
+#: ClientConfig.instanceName default (``rocketmq.client.name``).
+DEFAULT_INSTANCE_NAME: Final = "DEFAULT"
+
+
+@dataclass(frozen=True, slots=True)
+class ClientConfig:
+    """Settings of one client instance (connections, timers, identity).
+
+    Mirrors ``org.apache.rocketmq.client.ClientConfig``.
+
+    Attributes:
+        namesrv_addr: ``;``-separated ``host:port`` list of name servers. Mirrors
+            ``ClientConfig.namesrvAddr``.
+        instance_name: part of the client id. ``"DEFAULT"`` is replaced by ``<pid>#<ns>`` when a
+            runtime starts (``changeInstanceNameToPID``), so two clients in one process differ.
+        client_ip: address put into the client id (``ClientConfig.clientIP``).
+        unit_name: optional unit name appended to the client id.
+        poll_name_server_interval: route refresh period in seconds (``pollNameServerInterval``,
+            30 000 ms).
+        heartbeat_broker_interval: heartbeat period in seconds (``heartbeatBrokerInterval``,
+            30 000 ms).
+        persist_consumer_offset_interval: offset flush period in seconds
+            (``persistConsumerOffsetInterval``, 5 000 ms).
+        pull_time_delay_when_exception: pull retry delay after an error, seconds
+            (``pullTimeDelayMillsWhenException``, 1 000 ms).
+        request_timeout: timeout of name-server and admin RPCs, seconds
+            (``mqClientApiTimeout``, 3 000 ms).
+        connect_timeout: TCP connect timeout, seconds (``connectTimeoutMillis``, 3 000 ms).
+    """
+
+    namesrv_addr: str
+    instance_name: str = DEFAULT_INSTANCE_NAME
+    client_ip: str = "127.0.0.1"
+    unit_name: str | None = None
+    poll_name_server_interval: float = 30.0
+    heartbeat_broker_interval: float = 30.0
+    persist_consumer_offset_interval: float = 5.0
+    pull_time_delay_when_exception: float = 1.0
+    request_timeout: float = 3.0
+    connect_timeout: float = 3.0
+
+    def __post_init__(self) -> None:
+        if not self.namesrv_addrs():
+            raise InvalidArgumentError("namesrv_addr must name at least one 'host:port' name server")
+        for name in (
+            "poll_name_server_interval",
+            "heartbeat_broker_interval",
+            "persist_consumer_offset_interval",
+            "request_timeout",
+            "connect_timeout",
+        ):
+            if getattr(self, name) <= 0:
+                raise InvalidArgumentError(f"{name} must be > 0 seconds")
+        if self.pull_time_delay_when_exception < 0:
+            raise InvalidArgumentError("pull_time_delay_when_exception must be >= 0 seconds")
+
+    def namesrv_addrs(self) -> list[str]:
+        """Return the name-server addresses, in configured order."""
+        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+    def client_id(self) -> str:
+        """Return ``clientIP@instanceName[@unitName]`` (``ClientConfig.buildMQClientId``)."""
+        cid = f"{self.client_ip}@{self.instance_name}"
+        if self.unit_name:
+            cid += f"@{self.unit_name}"
+        return cid
+
+    def with_pid_instance_name(self) -> ClientConfig:
+        """Return a copy whose ``DEFAULT`` instance name is replaced by ``<pid>#<ns>``.
+
+        Mirrors ``ClientConfig.changeInstanceNameToPID`` (Java appends ``System.nanoTime()``).
+        """
+        if self.instance_name != DEFAULT_INSTANCE_NAME:
+            return self
+        return replace(self, instance_name=f"{os.getpid()}#{time.monotonic_ns()}")

@@ -1,0 +1,1 @@
+"""Push consumer internals (L3)."""

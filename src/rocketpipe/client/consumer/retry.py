@@ -1,0 +1,73 @@
+"""Retry and dead-letter naming and arithmetic (pure; L3, imports only protocol.message).
+
+Mirrors ``MixAll.getRetryTopic`` / ``getDLQTopic`` and the concurrent consumer's retry rules:
+a failed message goes back with delay level 0, which the broker turns into
+``3 + reconsume_times``; messages read from ``%RETRY%<group>`` carry their first topic in the
+``RETRY_TOPIC`` property and get it back before a listener sees them.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ...protocol.message import PROPERTY_RETRY_TOPIC, MessageExt
+
+RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX: Final = "%DLQ%"
+#: DefaultMQPushConsumer.maxReconsumeTimes default for concurrent consumers (-1 means 16).
+DEFAULT_MAX_RECONSUME_TIMES: Final = 16
+
+
+def retry_topic(group: str) -> str:
+    """Return the retry topic of a consumer group.
+
+    >>> retry_topic("cg")
+    '%RETRY%cg'
+    """
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    """Return the dead-letter topic of a consumer group.
+
+    >>> dlq_topic("cg")
+    '%DLQ%cg'
+    """
+    return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+def is_retry_topic(topic: str) -> bool:
+    """True for ``%RETRY%...`` topics.
+
+    >>> is_retry_topic("%RETRY%cg"), is_retry_topic("T")
+    (True, False)
+    """
+    return topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+
+
+def default_delay_level(reconsume_times: int) -> int:
+    """Return the delay level the broker picks for send-back level 0: ``3 + reconsume_times``.
+
+    >>> default_delay_level(0), default_delay_level(2)
+    (3, 5)
+    """
+    return 3 + reconsume_times
+
+
+def effective_max_reconsume_times(max_reconsume_times: int) -> int:
+    """Map the consumer setting to the sent value: -1 means 16 (concurrent mode).
+
+    >>> effective_max_reconsume_times(-1), effective_max_reconsume_times(3)
+    (16, 3)
+    """
+    return DEFAULT_MAX_RECONSUME_TIMES if max_reconsume_times == -1 else max_reconsume_times
+
+
+def restore_retry_topic(msg: MessageExt, group: str) -> None:
+    """Put the original topic back on a message read from ``%RETRY%<group>`` (in place).
+
+    Mirrors ``ConsumeMessageConcurrentlyService.resetRetryAndNamespace``.
+    """
+    original = msg.properties.get(PROPERTY_RETRY_TOPIC)
+    if original and msg.topic == retry_topic(group):
+        msg.topic = original

@@ -1,0 +1,459 @@
+"""Producer: sync (awaited) send, batch send and one-way send with retries (L3).
+
+Mirrors ``DefaultMQProducer`` / ``DefaultMQProducerImpl.sendDefaultImpl``: validate, find the
+topic's publish queues (``TBW102`` fallback for topics the name server does not know yet),
+pick a queue round-robin avoiding the broker of the previous failed attempt, compress large
+bodies, and retry up to ``retry_times_when_send_failed`` times within one ``send_msg_timeout``
+budget on network errors and on the codes in :data:`rocketpipe.errors.RETRY_RESPONSE_CODES`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import re
+from typing import Final
+
+from ...clock import SYSTEM_CLOCK, Clock
+from ...errors import (
+    RETRY_RESPONSE_CODES,
+    BrokerError,
+    ClientClosedError,
+    InvalidArgumentError,
+    RequestTimeoutError,
+    RocketMQError,
+    RouteNotFoundError,
+    TopicNotExistError,
+)
+from ...protocol.codes import RequestCode
+from ...protocol.compression import compress_zlib
+from ...protocol.headers.send import SendMessageRequestHeaderV2
+from ...protocol.message import (
+    PROPERTY_MAX_RECONSUME_TIMES,
+    PROPERTY_RECONSUME_TIME,
+    PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    Message,
+    MessageQueue,
+    UniqueIdGenerator,
+    encode_batch,
+    properties_to_string,
+)
+from ...protocol.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
+from .. import rpc
+from ..config import ClientConfig
+from ..consumer.retry import is_retry_topic
+from ..routing import AUTO_CREATE_TOPIC_KEY_TOPIC, RoundRobinSelector, default_topic_publish_queues, publish_queues
+from ..rpc import SendResult, SendStatus
+from ..runtime import ClientRuntime
+
+log = logging.getLogger(__name__)
+
+#: DefaultMQProducer.maxMessageSize (4 MiB).
+DEFAULT_MAX_MESSAGE_SIZE: Final = 4 * 1024 * 1024
+#: TopicValidator: topic names are 1..127 characters of this set.
+_TOPIC_RE: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+#: TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET
+NOT_ALLOWED_SEND_TOPICS: Final = frozenset(
+    {"SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC"}
+)
+
+
+def _ipv4_bytes(ip: str) -> bytes:
+    try:
+        addr = ipaddress.ip_address(ip)
+    except ValueError:
+        return b"\x7f\x00\x00\x01"
+    return addr.packed if addr.version == 4 else b"\x7f\x00\x00\x01"
+
+
+def check_topic(topic: str) -> None:
+    """Validate a topic name like ``Validators.checkTopic``.
+
+    Raises:
+        InvalidArgumentError: empty, too long (127; 255 for ``%RETRY%``/``%DLQ%`` topics),
+            characters outside ``[%|a-zA-Z0-9_-]``, or a topic one may not send to.
+    """
+    if not topic or not topic.strip():
+        raise InvalidArgumentError("topic must not be blank")
+    limit = 255 if topic.startswith(("%RETRY%", "%DLQ%")) else 127
+    if len(topic) > limit:
+        raise InvalidArgumentError(f"topic {topic[:20]!r}... is longer than {limit} characters")
+    if not _TOPIC_RE.match(topic):
+        raise InvalidArgumentError(f"topic {topic!r} contains characters outside [%|a-zA-Z0-9_-]")
+    if topic in NOT_ALLOWED_SEND_TOPICS:
+        raise InvalidArgumentError(f"sending to system topic {topic!r} is not allowed")
+
+
+class Producer:
+    """Asynchronous producer; use ``async with Producer(group, namesrv_addr=...) as p``.
+
+    Mirrors ``DefaultMQProducer``. Methods start the producer on first use if needed.
+
+    Args:
+        producer_group: the group (``producerGroup``, default ``DEFAULT_PRODUCER``).
+        namesrv_addr: ``;``-separated name servers (or give ``config`` / ``runtime``).
+        config: client settings.
+        runtime: share a runtime (not closed by this producer).
+        send_msg_timeout: total budget of one sync send across retries, seconds. Mirrors
+            ``DefaultMQProducer.sendMsgTimeout`` (3 000 ms).
+        retry_times_when_send_failed: extra attempts of a sync send. Mirrors
+            ``DefaultMQProducer.retryTimesWhenSendFailed`` (2).
+        retry_another_broker_when_not_store_ok: retry on FLUSH_DISK_TIMEOUT etc. Mirrors
+            ``DefaultMQProducer.retryAnotherBrokerWhenNotStoreOK`` (False).
+        compress_msg_body_over_howmuch: bodies of at least this many bytes are zlib-compressed.
+            Mirrors ``DefaultMQProducer.compressMsgBodyOverHowmuch`` (4096).
+        compress_level: zlib level (``compressLevel``, 5).
+        max_message_size: max body (or encoded batch) size in bytes. Mirrors
+            ``DefaultMQProducer.maxMessageSize`` (4 MiB).
+        create_topic_key: template topic for auto-creation (``createTopicKey``, ``TBW102``).
+        default_topic_queue_nums: queues of an auto-created topic (``defaultTopicQueueNums``, 4).
+        clock: wall clock (born timestamps).
+
+    Raises:
+        InvalidArgumentError: no name server given, or a bad setting.
+    """
+
+    def __init__(
+        self,
+        producer_group: str = "DEFAULT_PRODUCER",
+        *,
+        namesrv_addr: str | None = None,
+        config: ClientConfig | None = None,
+        runtime: ClientRuntime | None = None,
+        send_msg_timeout: float = 3.0,
+        retry_times_when_send_failed: int = 2,
+        retry_another_broker_when_not_store_ok: bool = False,
+        compress_msg_body_over_howmuch: int = 4096,
+        compress_level: int = 5,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        create_topic_key: str = AUTO_CREATE_TOPIC_KEY_TOPIC,
+        default_topic_queue_nums: int = 4,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        if not producer_group:
+            raise InvalidArgumentError("producer_group must not be empty")
+        if send_msg_timeout <= 0 or retry_times_when_send_failed < 0 or max_message_size <= 0:
+            raise InvalidArgumentError("send_msg_timeout > 0, retry_times_when_send_failed >= 0, max_message_size > 0 required")
+        if runtime is None:
+            if config is None:
+                if not namesrv_addr:
+                    raise InvalidArgumentError("Producer needs namesrv_addr, config or runtime")
+                config = ClientConfig(namesrv_addr=namesrv_addr)
+            runtime = ClientRuntime(config, clock=clock)
+            self._owns_runtime = True
+        else:
+            self._owns_runtime = False
+        self.producer_group = producer_group
+        self.send_msg_timeout = send_msg_timeout
+        self.retry_times_when_send_failed = retry_times_when_send_failed
+        self.retry_another_broker_when_not_store_ok = retry_another_broker_when_not_store_ok
+        self.compress_msg_body_over_howmuch = compress_msg_body_over_howmuch
+        self.compress_level = compress_level
+        self.max_message_size = max_message_size
+        self.create_topic_key = create_topic_key
+        self.default_topic_queue_nums = default_topic_queue_nums
+        self._runtime = runtime
+        self._clock = clock
+        self._ids = UniqueIdGenerator(_ipv4_bytes(runtime.config.client_ip))
+        self._selectors: dict[str, RoundRobinSelector] = {}
+        self._valid_topics: set[str] = set()  # names that passed check_topic (hot-path cache)
+        self._fixed_ext: dict[str, str] | None = None
+        self._publish: dict[str, tuple[object, list[MessageQueue]]] = {}
+        self._started = False
+        self._closed = False
+        self._start_lock: asyncio.Lock | None = None
+
+    @property
+    def runtime(self) -> ClientRuntime:
+        """The client runtime used."""
+        return self._runtime
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Register the group and start the runtime's periodic tasks (idempotent).
+
+        Raises:
+            ClientClosedError: the producer was closed.
+        """
+        if self._closed:
+            raise ClientClosedError("producer is closed")
+        if self._started:
+            return
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        async with self._start_lock:
+            if self._started:
+                return
+            self._runtime.register_producer(self.producer_group)
+            await self._runtime.start()
+            self._started = True
+
+    async def close(self) -> None:
+        """Unregister from the brokers and close the runtime if owned; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._started:
+            self._runtime.unregister_producer(self.producer_group)
+            await self._runtime.unregister_client(producer_group=self.producer_group)
+        if self._owns_runtime:
+            await self._runtime.close()
+
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ------------------------------------------------------------------ routes
+
+    def _cached_publish_queues(self, topic: str) -> list[MessageQueue] | None:
+        """Fast path: the publish queues of a cached, unchanged route (no I/O)."""
+        cached = self._publish.get(topic)
+        if cached is not None and cached[1] and cached[0] is self._runtime.cached_route(topic):
+            return cached[1]
+        return None
+
+    async def _publish_queues(self, topic: str, *, refresh: bool = False) -> tuple[list[MessageQueue], bool]:
+        """Return (queues, uses_default_topic)."""
+        if not refresh:
+            fast = self._cached_publish_queues(topic)
+            if fast is not None:
+                return fast, False
+        rt = self._runtime
+        rt.add_route_topic(topic)
+        route = None if refresh else rt.cached_route(topic)
+        if route is None:
+            try:
+                route = await rt.fetch_route(topic)
+            except TopicNotExistError:
+                route = None
+        if route is not None:
+            cached = self._publish.get(topic)
+            if cached is None or cached[0] is not route:
+                cached = (route, publish_queues(topic, route))
+                self._publish[topic] = cached
+            if cached[1]:
+                return cached[1], False
+        default_route = await rt.route(self.create_topic_key, refresh=refresh)
+        queues = default_topic_publish_queues(topic, default_route, self.default_topic_queue_nums)
+        if not queues:
+            raise RouteNotFoundError(f"no route info of topic {topic!r} and no writable {self.create_topic_key} queue")
+        return queues, True
+
+    # ------------------------------------------------------------------ send
+
+    def _check_message(self, msg: Message) -> None:
+        topic = msg.topic
+        if topic not in self._valid_topics:
+            check_topic(topic)
+            if len(self._valid_topics) < 4096:
+                self._valid_topics.add(topic)
+        if not msg.body:
+            raise InvalidArgumentError("message body must not be empty")
+        if len(msg.body) > self.max_message_size:
+            raise InvalidArgumentError(f"message body of {len(msg.body)} bytes exceeds max_message_size {self.max_message_size}")
+
+    def _header(self, topic: str, queue_id: int, sys_flag: int, flag: int, props: dict[str, str], batch: bool) -> SendMessageRequestHeaderV2:
+        reconsume: int | None = None
+        max_reconsume: int | None = None
+        if is_retry_topic(topic):
+            try:
+                reconsume = int(props.get(PROPERTY_RECONSUME_TIME, "0"))
+                max_reconsume = int(props[PROPERTY_MAX_RECONSUME_TIMES]) if PROPERTY_MAX_RECONSUME_TIMES in props else None
+            except ValueError:
+                reconsume = 0
+        return SendMessageRequestHeaderV2(
+            producer_group=self.producer_group,
+            topic=topic,
+            default_topic=self.create_topic_key,
+            default_topic_queue_nums=self.default_topic_queue_nums,
+            queue_id=queue_id,
+            sys_flag=sys_flag,
+            born_timestamp=self._clock.now_ms(),
+            flag=flag,
+            properties=properties_to_string(props) if props else None,
+            reconsume_times=reconsume if reconsume is not None else 0,
+            unit_mode=False,
+            batch=batch,
+            max_reconsume_times=max_reconsume,
+        )
+
+    def _ext_fields(self, topic: str, queue_id: int, sys_flag: int, flag: int, props: dict[str, str], batch: bool) -> dict[str, str]:
+        """``self._header(...).to_ext_fields()`` built directly (the send hot path).
+
+        Equal to the typed header's map key for key; retry topics take the typed path.
+        """
+        if is_retry_topic(topic):
+            return self._header(topic, queue_id, sys_flag, flag, props, batch).to_ext_fields()
+        fixed = self._fixed_ext
+        if fixed is None or fixed["a"] != self.producer_group or fixed["c"] != self.create_topic_key or fixed["d"] != str(self.default_topic_queue_nums):
+            fixed = self._fixed_ext = {
+                "a": self.producer_group,
+                "c": self.create_topic_key,
+                "d": str(self.default_topic_queue_nums),
+                "j": "0",
+                "k": "false",
+            }
+        ext = fixed.copy()
+        ext["b"] = topic
+        ext["e"] = str(queue_id)
+        ext["f"] = str(sys_flag)
+        ext["g"] = str(self._clock.now_ms())
+        ext["h"] = str(flag)
+        if props:
+            ext["i"] = properties_to_string(props)
+        ext["m"] = "true" if batch else "false"
+        return ext
+
+    def _prepare_single(self, msg: Message) -> tuple[bytes, int]:
+        if PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX not in msg.properties:
+            msg.properties[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = self._ids.next_id()
+        body, sys_flag = msg.body, 0
+        if len(body) >= self.compress_msg_body_over_howmuch:
+            body = compress_zlib(body, self.compress_level)
+            sys_flag |= COMPRESSED_FLAG
+        if msg.properties.get(PROPERTY_TRANSACTION_PREPARED, "").lower() == "true":
+            sys_flag |= TRANSACTION_PREPARED_TYPE
+        return body, sys_flag
+
+    async def send(self, msg: Message, *, timeout: float | None = None) -> SendResult:
+        """Send one message and wait for the broker's answer.
+
+        Sets ``UNIQ_KEY`` on ``msg`` if absent; compresses bodies of at least
+        ``compress_msg_body_over_howmuch`` bytes (zlib, sysflag ``0x1``).
+
+        Args:
+            msg: the message (``Message.build(...)``).
+            timeout: total budget across retries, seconds (default ``send_msg_timeout``).
+
+        Returns:
+            The :class:`SendResult` (status SEND_OK, or a degraded store status).
+
+        Raises:
+            InvalidArgumentError: bad topic, empty body, body over ``max_message_size``.
+            BrokerError: a non-retriable code, or the last retriable one.
+            TransportError / RequestTimeoutError: every attempt failed on the network / the
+                budget ran out.
+            TopicNotExistError: no route for the topic nor for ``TBW102``.
+        """
+        self._check_message(msg)
+        if not self._started or self._closed:
+            await self.start()
+        body, sys_flag = self._prepare_single(msg)
+        return await self._send_with_retries(msg.topic, body, sys_flag, msg.flag, msg.properties, msg.unique_key or "", False, timeout)
+
+    async def send_batch(self, msgs: list[Message], *, timeout: float | None = None) -> SendResult:
+        """Send several messages of one topic as one SEND_BATCH_MESSAGE.
+
+        Mirrors ``DefaultMQProducer.send(Collection<Message>)``: same topic, no delay level, no
+        retry topic; every message gets its own ``UNIQ_KEY``; batches are never compressed.
+
+        Returns:
+            One :class:`SendResult`; ``msg_id`` joins the unique keys with commas.
+
+        Raises:
+            InvalidArgumentError: empty batch, mixed topics, delay levels, retry topic, empty
+                body, or encoded size over ``max_message_size``.
+            BrokerError / TransportError / RequestTimeoutError: as :meth:`send`.
+        """
+        if not msgs:
+            raise InvalidArgumentError("batch must contain at least one message")
+        topic = msgs[0].topic
+        for m in msgs:
+            if m.topic != topic:
+                raise InvalidArgumentError("all messages of a batch must have the same topic")
+            if m.delay_time_level > 0:
+                raise InvalidArgumentError("delay levels are not supported for batch messages")
+            if is_retry_topic(topic):
+                raise InvalidArgumentError("retry group messages are not supported for batching")
+            self._check_message(m)
+            if PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX not in m.properties:
+                m.properties[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = self._ids.next_id()
+        body = encode_batch(msgs)
+        if len(body) > self.max_message_size:
+            raise InvalidArgumentError(f"encoded batch of {len(body)} bytes exceeds max_message_size {self.max_message_size}")
+        await self.start()
+        msg_id = ",".join(m.unique_key or "" for m in msgs)
+        return await self._send_with_retries(topic, body, 0, 0, {}, msg_id, True, timeout)
+
+    async def send_oneway(self, msg: Message) -> None:
+        """Send one message without waiting for the broker (one attempt, no result).
+
+        Raises:
+            InvalidArgumentError: as :meth:`send`; TransportError: the request could not be
+            written; TopicNotExistError: no route.
+        """
+        self._check_message(msg)
+        await self.start()
+        body, sys_flag = self._prepare_single(msg)
+        queues, _ = await self._publish_queues(msg.topic)
+        mq = self._selector(msg.topic).select(queues)
+        addr = await self._runtime.find_master_addr(mq.broker_name, msg.topic)
+        header = self._header(msg.topic, mq.queue_id, sys_flag, msg.flag, msg.properties, False)
+        await rpc.send_message_oneway(self._runtime.pool, addr, header, body)
+
+    def _selector(self, topic: str) -> RoundRobinSelector:
+        sel = self._selectors.get(topic)
+        if sel is None:
+            sel = self._selectors[topic] = RoundRobinSelector()
+        return sel
+
+    async def _send_with_retries(
+        self,
+        topic: str,
+        body: bytes,
+        sys_flag: int,
+        flag: int,
+        props: dict[str, str],
+        msg_id: str,
+        batch: bool,
+        timeout: float | None,
+    ) -> SendResult:
+        loop = asyncio.get_running_loop()
+        budget = self.send_msg_timeout if timeout is None else timeout
+        deadline = loop.time() + budget
+        attempts = 1 + self.retry_times_when_send_failed
+        last_broker: str | None = None
+        last_exc: RocketMQError | None = None
+        refresh = False
+        selector = self._selector(topic)
+        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        for attempt in range(attempts):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise RequestTimeoutError(f"send to {topic!r} timed out after {budget}s ({attempt} attempts; last error: {last_exc})")
+            try:
+                queues = None if refresh else self._cached_publish_queues(topic)
+                if queues is None:
+                    queues, _ = await self._publish_queues(topic, refresh=refresh)
+                refresh = False
+                mq = selector.select(queues, last_broker)
+                last_broker = mq.broker_name
+                addr = self._runtime.find_broker_addr(mq.broker_name) or await self._runtime.find_master_addr(mq.broker_name, topic)
+                ext = self._ext_fields(topic, mq.queue_id, sys_flag, flag, props, batch)
+                result = await rpc.send_message_ext(self._runtime.pool, addr, mq, code, ext, body, msg_id, deadline - loop.time())
+            except InvalidArgumentError:
+                raise
+            except BrokerError as exc:
+                last_exc = exc
+                if exc.response_code not in RETRY_RESPONSE_CODES:
+                    raise
+                refresh = exc.refresh_route
+                log.warning("send failed, retrying topic=%s broker=%s attempt=%d err=%s", topic, last_broker, attempt + 1, exc)
+                continue
+            except RocketMQError as exc:
+                last_exc = exc
+                refresh = exc.refresh_route
+                log.warning("send failed, retrying topic=%s broker=%s attempt=%d err=%s", topic, last_broker, attempt + 1, exc)
+                continue
+            if result.send_status is not SendStatus.SEND_OK and self.retry_another_broker_when_not_store_ok and attempt + 1 < attempts:
+                log.warning("send stored with %s, retrying on another broker topic=%s", result.send_status.name, topic)
+                continue
+            return result
+        assert last_exc is not None
+        raise last_exc

@@ -1,0 +1,240 @@
+"""Fixed-size memory-mapped segment files (L2; stdlib + :mod:`rocketpipe.errors`).
+
+Mirrors ``MappedFile`` / ``MappedFileQueue``: a directory of files of one size, each named by
+its start offset in the queue's virtual address space as 20 zero-padded digits. The owner (commit
+log or consume queue) tracks its own write position; this module creates, maps, reads, flushes
+and truncates the files.
+
+Thread safety: appends (:meth:`SegmentedFile.create_next`) and :meth:`SegmentedFile.flush` may
+run in different threads; the list of segments only grows while the store runs (truncation and
+close happen at load/close time, never concurrently with flush).
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+from pathlib import Path
+
+from ..errors import RocketMQError
+
+log = logging.getLogger(__name__)
+
+_PAGE = mmap.PAGESIZE
+_ZERO_CHUNK = bytes(1024 * 1024)
+_MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux >= 5.14
+
+
+class StoreFileError(RocketMQError):
+    """A store file has an unexpected size or name (the store directory was tampered with)."""
+
+
+def segment_name(start: int) -> str:
+    """Return the file name of a segment starting at ``start`` (``UtilAll.offset2FileName``)."""
+    return f"{start:020d}"
+
+
+class Segment:
+    """One mapped file (``MappedFile``).
+
+    Attributes:
+        path: the file.
+        start: offset of its first byte in the queue (``fileFromOffset``).
+        size: length, bytes.
+        view: writable memoryview of the whole mapping.
+    """
+
+    __slots__ = ("path", "start", "size", "_mm", "view")
+
+    def __init__(self, path: Path, start: int, size: int) -> None:
+        """Open (creating or zero-extending to ``size``) and map ``path``.
+
+        Raises:
+            StoreFileError: the file is larger than ``size`` (segment size changed).
+            OSError: the file cannot be created or mapped.
+        """
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            length = os.fstat(fd).st_size
+            if length > size:
+                raise StoreFileError(
+                    f"{path} is {length} bytes but segments are {size} bytes; "
+                    "start with the same mapped_file_size_* setting the files were written with"
+                )
+            if length < size:
+                os.ftruncate(fd, size)
+            mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        finally:
+            os.close(fd)  # the mmap keeps its own duplicate
+        self.path = path
+        self.start = start
+        self.size = size
+        self._mm = mm
+        self.view = memoryview(mm)
+
+    @property
+    def end(self) -> int:
+        """Offset one past the last byte of this segment."""
+        return self.start + self.size
+
+    def flush(self, begin: int, end: int) -> None:
+        """msync the bytes ``[begin, end)`` (positions inside this segment) to disk.
+
+        Raises:
+            OSError: the sync failed.
+        """
+        if end <= begin:
+            return
+        lo = begin - begin % _PAGE
+        self._mm.flush(lo, end - lo)
+
+    def prefault(self, pos: int, length: int) -> bool:
+        """Map pages ``[pos, pos + length)`` writable ahead of the appends (MADV_POPULATE_WRITE).
+
+        One system call replaces a page fault per 4 KiB on the append path. The pages become
+        dirty zero pages (like Java's ``warmMappedFile``), which the kernel may write back early.
+
+        Returns:
+            False when the kernel or platform does not support it (callers stop asking).
+        """
+        lo = pos - pos % _PAGE
+        hi = min(self.size, pos + length)
+        if hi <= lo:
+            return True
+        try:
+            self._mm.madvise(_MADV_POPULATE_WRITE, lo, hi - lo)
+        except (OSError, ValueError, AttributeError):
+            return False
+        return True
+
+    def zero_from(self, pos: int) -> None:
+        """Zero bytes from ``pos`` until a run of 1 MiB that is already zero (or the end).
+
+        Data is appended sequentially, so stale bytes after a truncation point are contiguous.
+        """
+        while pos < self.size:
+            n = min(len(_ZERO_CHUNK), self.size - pos)
+            if self.view[pos : pos + n] == _ZERO_CHUNK[:n]:
+                return
+            self.view[pos : pos + n] = _ZERO_CHUNK[:n]
+            pos += n
+
+    def close(self) -> None:
+        """Unmap the file. Buffers still held by readers keep the mapping alive until released."""
+        self.view.release()
+        try:
+            self._mm.close()
+        except BufferError:
+            log.debug("segment=%s still has readers; unmapped when they are released", self.path)
+
+
+class SegmentedFile:
+    """An ordered run of equal-size segments in one directory (``MappedFileQueue``).
+
+    Args:
+        directory: where the segment files live (created on first segment).
+        segment_size: bytes per segment.
+    """
+
+    def __init__(self, directory: Path, segment_size: int) -> None:
+        self.directory = directory
+        self.segment_size = segment_size
+        self.segments: list[Segment] = []
+        self.flushed = 0  # offset up to which data has been msync'ed
+
+    def load(self) -> None:
+        """Map the existing segment files in name order.
+
+        Files that are not 20-digit names are ignored. Segments after a gap in the sequence are
+        deleted (Java refuses to start; a gap can only come from manual deletion).
+
+        Raises:
+            StoreFileError: a file is larger than the segment size.
+        """
+        if not self.directory.is_dir():
+            return
+        names = sorted(p.name for p in self.directory.iterdir() if p.is_file() and len(p.name) == 20 and p.name.isdigit())
+        for name in names:
+            start = int(name)
+            if start % self.segment_size:
+                raise StoreFileError(f"{self.directory / name} does not start on a {self.segment_size}-byte boundary")
+            if self.segments and start != self.segments[-1].end:
+                log.warning("dir=%s gap before segment=%s; deleting it and later segments", self.directory, name)
+                for later in names[names.index(name) :]:
+                    os.unlink(self.directory / later)
+                break
+            self.segments.append(Segment(self.directory / name, start, self.segment_size))
+        if self.segments:
+            self.flushed = self.segments[0].start
+
+    @property
+    def min_offset(self) -> int:
+        """Offset of the first byte of the first segment (0 when there is none)."""
+        return self.segments[0].start if self.segments else 0
+
+    def find(self, offset: int) -> Segment | None:
+        """Return the segment holding ``offset``, or None (``findMappedFileByOffset``)."""
+        segs = self.segments
+        if not segs:
+            return None
+        i = (offset - segs[0].start) // self.segment_size
+        if 0 <= i < len(segs):
+            return segs[i]
+        return None
+
+    def create_next(self, start: int) -> Segment:
+        """Create and map the segment starting at ``start`` (must follow the last one).
+
+        Raises:
+            OSError: the file cannot be created.
+        """
+        if self.segments:
+            assert start == self.segments[-1].end, (start, self.segments[-1].end)
+        else:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self.flushed = start
+        seg = Segment(self.directory / segment_name(start), start, self.segment_size)
+        self.segments.append(seg)
+        return seg
+
+    def flush(self, upto: int) -> int:
+        """msync everything written below ``upto``; return the new flushed offset.
+
+        Safe to call from one flushing thread while another appends.
+
+        Raises:
+            OSError: a sync failed (the flushed offset does not move).
+        """
+        begin = self.flushed
+        if upto <= begin:
+            return begin
+        for seg in list(self.segments):
+            if seg.end <= begin or seg.start >= upto:
+                continue
+            seg.flush(max(begin, seg.start) - seg.start, min(upto, seg.end) - seg.start)
+        self.flushed = upto
+        return upto
+
+    def truncate(self, offset: int) -> None:
+        """Drop everything from ``offset`` on: zero the tail of its segment, delete later files.
+
+        Only for load time (no concurrent readers or flushers).
+        """
+        keep: list[Segment] = []
+        for seg in self.segments:
+            if seg.start >= offset:
+                seg.close()
+                os.unlink(seg.path)
+                continue
+            if seg.start < offset < seg.end:
+                seg.zero_from(offset - seg.start)
+            keep.append(seg)
+        self.segments = keep
+        self.flushed = min(self.flushed, offset)
+
+    def close(self) -> None:
+        """Unmap every segment."""
+        for seg in self.segments:
+            seg.close()
+        self.segments = []
