@@ -1,8 +1,12 @@
 # rocketpipe — the two commands a newcomer runs: `make demo` and `make test`.
+# Both create .venv on first use (pip install -e '.[spark,demo,dev]' from PyPI); Java 17 must be
+# on PATH for Spark (.ci/run installs it on a fresh Debian machine).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+DEMO_ARGS ?=
+PYTEST_ARGS ?=
 
 .PHONY: demo test venv bench clean
 
@@ -14,12 +18,14 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# The full demo (336,776 flights); e.g. `make demo DEMO_ARGS="--limit 20000"` for a shorter run.
 demo: $(STAMP)
-	PYSPARK_PYTHON=$(abspath $(PY)) $(VENV)/bin/rocketpipe demo
+	PYSPARK_PYTHON=$(abspath $(PY)) $(VENV)/bin/rocketpipe demo $(DEMO_ARGS)
 
 test: $(STAMP)
-	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q $(PYTEST_ARGS)
 
+# Produce/consume throughput with 1 KiB messages against a `rocketpipe serve` subprocess.
 bench: $(STAMP)
 	$(PY) bench/produce_consume.py
 

@@ -12,6 +12,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _CLIENT_NAMES = (
+    "SimpleConsumer",
+    "ReceivedMessage",
+    "ConsumeInitMode",
+    "SyncLitePullConsumer",
+    "LitePullConsumer",
     "Admin",
     "ClientConfig",
     "ConsumeConcurrentlyContext",
@@ -40,6 +45,11 @@ _ERROR_NAMES = (
 )
 
 __all__ = [
+    "SimpleConsumer",
+    "ReceivedMessage",
+    "ConsumeInitMode",
+    "SyncLitePullConsumer",
+    "LitePullConsumer",
     "Admin",
     "BrokerError",
     "ClientClosedError",
@@ -67,6 +77,11 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .client import (
+        SimpleConsumer,
+        ReceivedMessage,
+        ConsumeInitMode,
+        SyncLitePullConsumer,
+        LitePullConsumer,
         Admin,
         ClientConfig,
         ConsumeConcurrentlyContext,

@@ -49,6 +49,7 @@ from .flush import GroupCommit
 from .groups import ClientRegistry
 from .locks import QueueLocks
 from .offsets import ConsumerOffsets
+from .pop import install as install_pop
 from .processors.admin import AdminProcessor
 from .processors.consumer import ConsumerProcessor
 from .processors.lock import LockProcessor
@@ -124,6 +125,7 @@ class Broker:
         self.pull_processor = PullProcessor(self)
         for proc in (self.send_processor, self.pull_processor, OffsetProcessor(self), ConsumerProcessor(self), AdminProcessor(self), LockProcessor(self)):
             proc.register(self.router)
+        self.pop = install_pop(self)
         self.server = RemotingServer(self.router, config.host, config.listen_port)
         self.server.add_close_callback(self._on_channel_closed)
         self._pool = ConnectionPool()
@@ -174,6 +176,7 @@ class Broker:
         self.schedule.offsets.update(delay)
         self._persisted_delay = dict(delay)
         await asyncio.to_thread(self.store.load)
+        await self.pop.start()
         self.address = await self.server.start()
         self._runner = asyncio.get_running_loop().create_task(self._run(), name=f"broker-{self.config.broker_name}")
         await self._ready.wait()
@@ -203,6 +206,7 @@ class Broker:
             except Exception:  # noqa: BLE001 - a crashed loop must not prevent a clean close
                 log.exception("broker loops ended with an error")
         self.hold.drain()
+        await self.pop.close()
         try:
             await self._persist(force=True)
         except Exception:  # noqa: BLE001 - still close the store
@@ -304,6 +308,7 @@ class Broker:
 
     # ------------------------------------------------------------------ arrival / held pulls
     def _on_arrival(self, inner: MessageInner, result: PutResult) -> None:
+        self.pop.notify_message_arriving(inner.topic)
         if not self.hold.has(inner.topic, inner.queue_id):
             return
         props = inner.properties if isinstance(inner.properties, dict) else pm.string_to_properties(inner.properties)

@@ -29,6 +29,9 @@ from ..protocol.message import Message, MessageExt, MessageQueue
 from .admin import Admin
 from .config import ClientConfig
 from .consumer.allocate import allocate_averagely, allocate_averagely_by_circle
+from .consumer.lite_pull import LitePullConsumer
+from .consumer.lite_pull_sync import SyncLitePullConsumer
+from .consumer.simple import ConsumeInitMode, ReceivedMessage, SimpleConsumer
 from .consumer.listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageModel
 from .consumer.offsets import ConsumeFromWhere
 from .consumer.push import PushConsumer
@@ -38,6 +41,11 @@ from .runtime import ClientRuntime
 from .sync import SyncAdmin, SyncProducer
 
 __all__ = [
+    "SimpleConsumer",
+    "ReceivedMessage",
+    "ConsumeInitMode",
+    "SyncLitePullConsumer",
+    "LitePullConsumer",
     "Admin",
     "ClientConfig",
     "ClientRuntime",

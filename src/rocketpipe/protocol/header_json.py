@@ -21,6 +21,9 @@ _NAME_BY_VALUE = {int(m): m.name for m in LanguageCode}
 
 def _language_name(lang: LanguageCode | int) -> str:
     """Enum name of a language; an unknown numeric language (decoded from a binary header) is OTHER."""
+    name = _NAME_BY_VALUE.get(lang)  # members hash as their int value
+    if name is not None:
+        return name
     if isinstance(lang, LanguageCode):
         return lang.name
     return _NAME_BY_VALUE.get(int(lang), "OTHER")

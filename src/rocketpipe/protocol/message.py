@@ -94,7 +94,7 @@ def tag_code(tags: str | None) -> int:
 
 def properties_to_string(props: dict[str, str]) -> str:
     """Encode properties as ``name\\x01value\\x02`` pairs (None values skipped)."""
-    return "".join(f"{k}\x01{v}\x02" for k, v in props.items() if v is not None)
+    return "".join([f"{k}\x01{v}\x02" for k, v in props.items() if v is not None])
 
 
 def string_to_properties(s: str) -> dict[str, str]:
@@ -384,6 +384,30 @@ class UniqueIdGenerator:
 
 _REC_FIXED4 = struct.Struct(">iiiiiqqiq8sq8siqi")  # fixed part with IPv4 hosts, through the body length
 _ENCODED_HOSTS: dict[str, tuple[bytes, bool]] = {}
+#: topic -> length byte + UTF-8 name, for topics that fit a v1 record (at most 127 bytes)
+_TOPIC_TAILS: dict[str, bytes] = {}
+#: "ip:port" -> 8-byte IPv4 host field (IPv6 hosts are never added)
+_V4_HOSTS: dict[str, bytes] = {}
+
+
+def _remember_record_parts(topic: str, born_host: str, store_host: str) -> None:
+    """Fill the fast-path caches of :func:`encode_record` (bad input is left to the slow path)."""
+    if topic not in _TOPIC_TAILS:
+        tb = topic.encode()
+        if len(tb) <= 127:
+            if len(_TOPIC_TAILS) >= 4096:
+                _TOPIC_TAILS.clear()
+            _TOPIC_TAILS[topic] = bytes((len(tb),)) + tb
+    for host in (born_host, store_host):
+        if host not in _V4_HOSTS:
+            try:
+                raw, v6 = _encode_host_cached(host)
+            except InvalidArgumentError:
+                continue
+            if not v6:
+                if len(_V4_HOSTS) >= 4096:
+                    _V4_HOSTS.clear()
+                _V4_HOSTS[host] = raw
 
 
 def _encode_host_cached(host: str) -> tuple[bytes, bool]:
@@ -444,8 +468,27 @@ def encode_record(
     Raises:
         InvalidArgumentError: topic over 255 bytes or properties over 32767 bytes.
     """
+    pb = (properties if type(properties) is str else properties_to_string(properties)).encode()  # type: ignore[arg-type]
+    # Fast path (the common record): v1 topic, IPv4 hosts; per-topic/per-host bytes cached.
+    tail = _TOPIC_TAILS.get(topic)
+    bh = _V4_HOSTS.get(born_host)
+    shost = _V4_HOSTS.get(store_host)
+    plen = len(pb)
+    if tail is not None and bh is not None and shost is not None and plen <= 32767:
+        blen = len(body)
+        return b"".join((
+            _REC_FIXED4.pack(
+                _MIN_RECORD - 1 + blen + len(tail) + plen, sf.MAGIC_V1, (zlib.crc32(body) & 0x7FFFFFFF) if crc is None else crc,
+                queue_id, flag, queue_offset, physical_offset, sys_flag & ~(sf.BORNHOST_V6_FLAG | sf.STOREHOST_V6_FLAG),
+                born_timestamp, bh, store_timestamp, shost, reconsume_times, prepared_transaction_offset, blen,
+            ),
+            body,
+            tail,
+            _I16.pack(plen),
+            pb,
+        ))
+    _remember_record_parts(topic, born_host, store_host)
     tb = topic.encode()
-    pb = (properties if isinstance(properties, str) else properties_to_string(properties)).encode()
     if len(pb) > 32767:
         raise InvalidArgumentError(f"properties of {len(pb)} bytes exceed 32767")
     if len(tb) > 255:
@@ -497,16 +540,17 @@ def encode_record(
     return b"".join(parts)
 
 
-_REC_MID4 = struct.Struct(">8xq8xiqi")  # both hosts IPv4: (born host), store ts, (store host), reconsume, prepared, body len
-_HOST_CACHE: dict[bytes, tuple[str, str]] = {}
+_REC_MID4 = struct.Struct(">QqQiqi")  # both hosts IPv4: born host, store ts, store host, reconsume, prepared, body len
+_HOST_CACHE: dict[int, tuple[str, str]] = {}
 
 
-def _cache_host(raw: memoryview) -> tuple[str, str]:
-    """Return (and remember) ``("ip:port", upper-hex)`` of an 8-byte IPv4 host field."""
-    key = bytes(raw)
+def _cache_host(key: int) -> tuple[str, str]:
+    """Return (and remember) ``("ip:port", upper-hex)`` of an 8-byte IPv4 host field read as
+    one big-endian unsigned 64-bit number."""
+    raw = key.to_bytes(8, "big")
     if len(_HOST_CACHE) >= 4096:
         _HOST_CACHE.clear()
-    entry = _HOST_CACHE[key] = (decode_host(key), key.hex().upper())
+    entry = _HOST_CACHE[key] = (decode_host(raw), raw.hex().upper())
     return entry
 _REC_TAIL = struct.Struct(">iqi")  # reconsume, prepared, body len
 _MIN_RECORD = 91  # v1 magic, IPv4 hosts, empty body/topic/properties
@@ -549,9 +593,9 @@ def decode_record(
         if not sys_flag & (sf.BORNHOST_V6_FLAG | sf.STOREHOST_V6_FLAG):
             # fast path: IPv4 hosts, one unpack for the middle section (40 bytes); host strings
             # and the store host's hex come from a small cache (a pull repeats the same hosts)
-            store_ts, reconsume, prep, blen = _REC_MID4.unpack_from(mv, p)
-            born = _HOST_CACHE.get(bytes(mv[p : p + 8])) or _cache_host(mv[p : p + 8])
-            store = _HOST_CACHE.get(bytes(mv[p + 16 : p + 24])) or _cache_host(mv[p + 16 : p + 24])
+            born_key, store_ts, store_key, reconsume, prep, blen = _REC_MID4.unpack_from(mv, p)
+            born = _HOST_CACHE.get(born_key) or _cache_host(born_key)
+            store = _HOST_CACHE.get(store_key) or _cache_host(store_key)
             born_host = born[0]
             store_host, store_hex = store
             p += 40

@@ -156,14 +156,24 @@ def _free_port_block(offsets: Sequence[int] = (0,), attempts: int = 200) -> int:
     raise ApacheUnavailableError("no free port block found")
 
 
-def remoting_request(addr: str, code: int, ext: dict[str, str] | None = None, timeout: float = 3.0) -> tuple[int, str | None, bytes]:
-    """Send one JSON-serialised remoting request; return ``(code, remark, body)`` of the reply.
+@dataclass(frozen=True)
+class RemotingReply:
+    """A reply to :func:`remoting_request`."""
 
-    A hand-built frame (length, header length, header JSON, body) so that the fixture does not
-    depend on the code it tests.
+    code: int
+    remark: str | None
+    ext_fields: dict[str, str]
+    body: bytes
+
+
+def remoting_request(addr: str, code: int, ext: dict[str, str] | None = None, timeout: float = 3.0) -> RemotingReply:
+    """Send one JSON-serialised remoting request to ``addr`` and return the reply.
+
+    A hand-built frame (length, header length, header JSON, body) so that the fixture and the
+    tests' independent checks do not depend on the code they test.
     """
     host, port = addr.rsplit(":", 1)
-    header = json.dumps({"code": code, "language": "PYTHON", "version": 401, "opaque": 1, "flag": 0, "extFields": ext or {}}).encode()
+    header = json.dumps({"code": code, "language": "JAVA", "version": 401, "opaque": 1, "flag": 0, "extFields": ext or {}}).encode()
     frame = struct.pack(">II", 4 + len(header), len(header)) + header
     with socket.create_connection((host, int(port)), timeout=timeout) as s:
         s.sendall(frame)
@@ -176,7 +186,7 @@ def remoting_request(addr: str, code: int, ext: dict[str, str] | None = None, ti
     total = struct.unpack(">I", buf[:4])[0]
     hlen = struct.unpack(">I", buf[4:8])[0] & 0xFFFFFF
     reply = json.loads(buf[8 : 8 + hlen])
-    return int(reply["code"]), reply.get("remark"), buf[8 + hlen : 4 + total]
+    return RemotingReply(int(reply["code"]), reply.get("remark"), dict(reply.get("extFields") or {}), buf[8 + hlen : 4 + total])
 
 
 def _port_open(port: int) -> bool:
@@ -394,7 +404,7 @@ def start_apache_cluster(version: str, work_dir: Path, *, classpath: Sequence[st
     try:
         ns = start_java("namesrv", java_command(cp, "org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(home / "namesrv.conf"), props=props), home / "logs" / "namesrv.out", env, home)
         cluster.processes.append(ns)
-        _wait(f"the name server on {ns_addr}", ns, lambda: remoting_request(ns_addr, 106)[0] == 0, deadline)
+        _wait(f"the name server on {ns_addr}", ns, lambda: remoting_request(ns_addr, 106).code == 0, deadline)
 
         # listenPort, the fast ("VIP") port listenPort-2 and the HA port listenPort+1
         port = _free_port_block((-2, 0, 1))
@@ -404,8 +414,8 @@ def start_apache_cluster(version: str, work_dir: Path, *, classpath: Sequence[st
         cluster.processes.append(broker)
 
         def registered() -> bool:
-            code, _, body = remoting_request(ns_addr, 106)
-            return code == 0 and cluster.broker_addr.encode() in body and _port_open(port)
+            reply = remoting_request(ns_addr, 106)
+            return reply.code == 0 and cluster.broker_addr.encode() in reply.body and _port_open(port)
 
         _wait(f"broker {cluster.broker_addr} registered with {ns_addr}", broker, registered, deadline)
     except BaseException:

@@ -3,7 +3,9 @@
 A connection owns one reader task that feeds a :class:`~rocketpipe.protocol.frame.FrameDecoder`.
 Responses complete the pending request with the same opaque; requests from the peer (for
 example ``NOTIFY_CONSUMER_IDS_CHANGED`` pushed by a broker on a client's connection) are routed to
-a :class:`~.router.Router`, each in its own task owned by the connection. Outgoing frames are
+a :class:`~.router.Router`: codes with an inline (synchronous) handler are answered from the
+read loop, which then stops reading while the write buffer is above its high-water mark; the
+others each run in their own task owned by the connection. Outgoing frames are
 queued and written together on the next loop iteration (several frames per socket write); the
 writer only awaits ``drain`` when the transport buffer is above its high-water mark. Request
 deadlines sit in one heap per connection served by a single timer (cheaper than one
@@ -122,6 +124,7 @@ class Connection:
         self._close_reason = ""
         self._close_callbacks: list[Callable[[Connection], None]] = []
         self._reader_task: asyncio.Task[None] | None = None
+        self._inline_answered = False  # an inline handler answered during this read pass
         self._high_water = self._transport.get_write_buffer_limits()[1]
         # Request deadlines: a heap of (loop time, seq, future) and one timer for its head.
         # One armed TimerHandle per connection instead of one asyncio.timeout per request:
@@ -404,6 +407,7 @@ class Connection:
                 if not data:
                     break
                 decoder.feed(data)
+                self._inline_answered = False
                 while True:
                     try:
                         cmd = decoder.next()
@@ -420,7 +424,7 @@ class Connection:
                     self._on_command(cmd)
                 # Inline handlers answer from this loop: stop reading while the peer does not
                 # take our responses (the back-pressure their tasks would otherwise apply).
-                if self._transport.get_write_buffer_size() + self._out_bytes > self._high_water:
+                if self._inline_answered and self._transport.get_write_buffer_size() + self._out_bytes > self._high_water:
                     try:
                         await self.wait_writable()
                     except ConnectionClosedError:
@@ -440,6 +444,7 @@ class Connection:
                 fut.set_result(cmd)
             return
         if self._router.dispatch_inline(cmd, self):
+            self._inline_answered = True
             return
         task = self._loop.create_task(self._router.dispatch(cmd, self))
         self._handler_tasks.add(task)

@@ -99,3 +99,43 @@ async def test_listener_batches_and_sync_listener_in_threads() -> None:
     assert all(m.topic == "T" for m in msgs)  # retry topic restored before the listener
     await d.close()
     await tasks.close()
+
+
+async def test_sync_listener_backlog_shares_thread_hops_one_call_per_batch() -> None:
+    store = RemoteOffsetStore(_noop_query, _noop_commit)
+    seen: list[tuple[int, ...]] = []
+    contexts: set[int] = set()
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> S | None:
+        seen.append(tuple(m.queue_offset for m in msgs))
+        contexts.add(id(ctx))
+        if msgs[0].queue_offset == 7:
+            raise RuntimeError("boom")  # this batch only: RECONSUME_LATER, then sent back
+        if msgs[0].queue_offset == 9:
+            return None  # not a status: RECONSUME_LATER
+        return S.CONSUME_SUCCESS
+
+    sent: list[int] = []
+
+    async def send_back(m: MessageExt, ctx: ConsumeConcurrentlyContext) -> bool:
+        sent.append(m.queue_offset)
+        return True
+
+    tasks = TaskOwner("t")
+    await tasks.start()
+    d = ConcurrentDispatcher("g", listener, store, send_back, tasks, consume_thread_max=2, consume_message_batch_max_size=1, now_ms=lambda: 0)
+    pq = ProcessQueue()
+    msgs = [MessageExt(topic="T", body=b"x", queue_offset=i) for i in range(200)]
+    pq.put_messages(msgs)
+    d.submit(msgs, pq, MQ)  # a backlog before the workers start: hops carry several calls
+    d.start()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while store.read_memory(MQ) != 200 and loop.time() < deadline:
+        await asyncio.sleep(0.01)
+    assert store.read_memory(MQ) == 200
+    assert sorted(seen) == [(i,) for i in range(200)]  # one listener call per batch
+    assert len(contexts) >= 1 and sorted(sent) == [7, 9]
+    assert (d.consumed_ok, d.consumed_failed) == (198, 2)
+    await d.close()
+    await tasks.close()

@@ -112,3 +112,57 @@ async def test_none_means_answer_later_and_closed_connection_gets_nothing() -> N
     await router.dispatch(RemotingCommand.request(11), closed)  # type: ignore[arg-type]
     assert closed.sent == []
     assert 10 in router and router.handler_for(11) is now
+
+
+# ---------------------------------------------------------------- inline (read-loop) handlers
+
+
+async def test_inline_handler_answers_without_a_task_and_defer_falls_back() -> None:
+    from rocketpipe.transport import DEFER
+
+    router = Router()
+    calls: list[str] = []
+
+    async def handler(cmd: RemotingCommand, conn: object) -> RemotingCommand:
+        calls.append("async")
+        return RemotingCommand(code=0, body=b"slow")
+
+    def inline(cmd: RemotingCommand, conn: object) -> RemotingCommand | object:
+        calls.append("inline")
+        return DEFER if cmd.body == b"defer" else RemotingCommand(code=0, opaque=5, body=b"fast")
+
+    router.register(10, handler, inline=inline)
+    conn = FakeConn()
+    req = RemotingCommand.request(10)
+    assert router.dispatch_inline(req, conn)  # type: ignore[arg-type]
+    (resp,) = conn.sent
+    assert (resp.body, resp.opaque, resp.is_response) == (b"fast", req.opaque, True)
+    deferred = RemotingCommand.request(10, body=b"defer")
+    assert not router.dispatch_inline(deferred, conn)  # type: ignore[arg-type]
+    await router.dispatch(deferred, conn)  # type: ignore[arg-type]
+    assert calls == ["inline", "inline", "async"]
+    assert not router.dispatch_inline(RemotingCommand.request(11), conn)  # type: ignore[arg-type]
+
+
+def test_inline_handler_errors_and_oneway_follow_dispatch_rules() -> None:
+    router = Router()
+
+    async def handler(cmd: RemotingCommand, conn: object) -> None:
+        return None
+
+    def inline(cmd: RemotingCommand, conn: object) -> RemotingCommand:
+        if cmd.body == b"perm":
+            raise NoPermissionError("no")
+        if cmd.body == b"bug":
+            raise ValueError("boom")
+        return RemotingCommand(code=0)
+
+    router.register(10, handler, inline=inline)
+    conn = FakeConn()
+    assert router.dispatch_inline(RemotingCommand.request(10, body=b"perm"), conn)  # type: ignore[arg-type]
+    assert router.dispatch_inline(RemotingCommand.request(10, body=b"bug"), conn)  # type: ignore[arg-type]
+    assert router.dispatch_inline(RemotingCommand.request(10, oneway=True), conn)  # type: ignore[arg-type]
+    assert [r.code for r in conn.sent] == [ResponseCode.NO_PERMISSION, ResponseCode.SYSTEM_ERROR]
+    assert conn.sent[1].remark == "ValueError: boom"
+    router.register(10, handler)  # re-registering without inline removes the fast path
+    assert not router.dispatch_inline(RemotingCommand.request(10), conn)  # type: ignore[arg-type]

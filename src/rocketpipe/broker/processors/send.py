@@ -54,7 +54,14 @@ def put_status_code(status: PutStatus | str) -> ResponseCode:
     return _PUT_STATUS_CODES.get(_status_name(status), ResponseCode.SYSTEM_ERROR)
 
 
+#: PutStatus -> name (``Enum.name`` is a descriptor call; this is a dict hit on the hot path)
+_STATUS_NAMES: dict[object, str] = {st: st.name for st in PutStatus}
+
+
 def _status_name(status: PutStatus | str) -> str:
+    name = _STATUS_NAMES.get(status)
+    if name is not None:
+        return name
     return status.name if isinstance(status, PutStatus) else str(status)
 
 
@@ -221,8 +228,9 @@ class SendProcessor:
     ) -> RemotingCommand | tuple[list[MessageInner], int, bool]:
         b = self.broker
         cfg = b.config
-        for name in ("producer_group", "topic", "queue_id", "born_timestamp"):
-            require(getattr(h, name), name)
+        if type(h) is not _SendHeader:  # _SendHeader is only built with these set
+            for name in ("producer_group", "topic", "queue_id", "born_timestamp"):
+                require(getattr(h, name), name)
         topic: str = h.topic  # type: ignore[assignment]
         is_batch = bool(h.batch) or cmd.code == RequestCode.SEND_BATCH_MESSAGE
         # msgCheck (names already in the topic table were validated when they were created)

@@ -3,8 +3,10 @@
 Mirrors ``ConsumeMessageConcurrentlyService``: pulled messages are cut into batches of
 ``consume_message_batch_max_size``; ``consume_thread_max`` worker tasks take batches from a
 queue and call the listener (``async def`` listeners directly, plain functions in a bounded
-thread pool of the same size). Then ``process_consume_result``: messages after ``ack_index``
-are sent back (CONSUMER_SEND_MSG_BACK); messages whose send-back failed stay in the
+thread pool of the same size; from a backlog, one thread hop carries up to
+:data:`MAX_CALLS_PER_HOP` listener calls, each with its own batch and context). Then
+``process_consume_result``: messages after ``ack_index`` are sent back
+(CONSUMER_SEND_MSG_BACK); messages whose send-back failed stay in the
 ProcessQueue and are consumed again locally after 5 s; the others leave the ProcessQueue and
 the offset store advances to :meth:`ProcessQueue.remove_messages`.
 """
@@ -31,6 +33,10 @@ log = logging.getLogger(__name__)
 
 #: Delay of the local re-consume after a failed send-back (Java: 5 000 ms).
 LOCAL_RETRY_DELAY: Final = 5.0
+#: Most listener calls of a plain-function listener made in one thread-pool hop. A worker takes
+#: extra batches only from a backlog (more queued batches than workers), so no batch waits
+#: behind another while a worker is idle; each call still gets its own batch and context.
+MAX_CALLS_PER_HOP: Final = 16
 
 SendBack = Callable[[MessageExt, ConsumeConcurrentlyContext], Awaitable[bool]]
 """``(msg, context) -> True`` when the broker (or the retry topic) took the message."""
@@ -141,17 +147,83 @@ class ConcurrentDispatcher:
     async def _worker(self) -> None:
         me = asyncio.current_task()
         assert me is not None
+        queue = self._queue
         while not self._closing:
-            req = await self._queue.get()
+            req = await queue.get()
             self._busy.add(me)
             try:
-                await self._consume(req)
+                extra = 0 if self._is_async else min(MAX_CALLS_PER_HOP - 1, queue.qsize() // max(1, self._threads))
+                if extra <= 0:
+                    await self._consume(req)
+                else:
+                    reqs = [req]
+                    while extra > 0 and not queue.empty():
+                        reqs.append(queue.get_nowait())
+                        extra -= 1
+                    await self._consume_in_one_hop(reqs)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("consume request failed group=%s mq=%s", self._group, req.mq)
             finally:
                 self._busy.discard(me)
+
+    async def _consume_in_one_hop(self, reqs: list[ConsumeRequest]) -> None:
+        """Like :meth:`_consume` for several requests, with one thread-pool hop for all the
+        listener calls (plain-function listeners only)."""
+        start = str(self._now_ms())
+        calls: list[tuple[ConsumeRequest, ConsumeConcurrentlyContext]] = []
+        for req in reqs:
+            if req.pq.dropped:
+                continue
+            for m in req.msgs:
+                restore_retry_topic(m, self._group)
+                m.properties[PROPERTY_CONSUME_START_TIMESTAMP] = start
+            calls.append((req, ConsumeConcurrentlyContext(message_queue=req.mq)))
+        if not calls:
+            return
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix=f"consume-{self._group}")
+        listener = self._listener
+
+        def run_all() -> list[tuple[bool, object]]:
+            out: list[tuple[bool, object]] = []
+            for req, ctx in calls:
+                try:
+                    out.append((True, listener(req.msgs, ctx)))
+                except Exception as exc:  # noqa: BLE001 - reported per call on the loop
+                    out.append((False, exc))
+            return out
+
+        results = await asyncio.get_running_loop().run_in_executor(self._executor, run_all)
+        for (req, ctx), (ok, value) in zip(calls, results):
+            status = await self._listener_status(ok, value, ctx)
+            if req.pq.dropped:
+                log.info("queue dropped while consuming, result discarded group=%s mq=%s", self._group, req.mq)
+                continue
+            await self.process_consume_result(status, ctx, req)
+
+    async def _listener_status(self, ok: bool, value: object, ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        """:meth:`_call_listener`'s outcome rules for a call made in :meth:`_consume_in_one_hop`."""
+        if ok and inspect.isawaitable(value):
+            try:
+                value = await value
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                ok, value = False, exc
+        if not ok:
+            err = value if isinstance(value, BaseException) else None
+            log.error(
+                "listener raised group=%s mq=%s; treated as RECONSUME_LATER", self._group, ctx.message_queue,
+                exc_info=(type(err), err, err.__traceback__) if err is not None else None,
+            )
+            return ConsumeConcurrentlyStatus.RECONSUME_LATER
+        if not isinstance(value, ConsumeConcurrentlyStatus):
+            if value is not None:
+                log.warning("listener returned %r group=%s; treated as RECONSUME_LATER", value, self._group)
+            return ConsumeConcurrentlyStatus.RECONSUME_LATER
+        return value
 
     async def _call_listener(self, msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
         try:

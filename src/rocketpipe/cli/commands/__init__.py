@@ -1,0 +1,1 @@
+"""Subcommands of the ``rocketpipe`` CLI: one module per command (serve, produce, consume)."""

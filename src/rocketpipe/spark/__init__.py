@@ -1,0 +1,21 @@
+"""PySpark connector: ``format("rocketmq")`` batch and streaming source (L4, optional extra).
+
+Needs the ``rocketpipe[spark]`` extra (pyspark 4.3, pyarrow, pandas<3). Modules:
+
+* :mod:`~rocketpipe.spark.source` — the DataSource (``name()``, schema, readers);
+* :mod:`~rocketpipe.spark.reader` — batch/stream readers and the executor pull loop;
+* :mod:`~rocketpipe.spark.decode` — column-wise Arrow decoding of pull bodies;
+* :mod:`~rocketpipe.spark.offsets` — offset JSON and partition planning (pure);
+* :mod:`~rocketpipe.spark.options` — option parsing and validation (pure).
+
+Imports only rocketpipe's public client API, :mod:`rocketpipe.protocol`, :mod:`rocketpipe.errors`,
+pyspark, pyarrow and numpy.
+"""
+
+from __future__ import annotations
+
+from .options import SourceOptionError
+from .reader import DataLossError, SourceError
+from .source import SCHEMA, RocketMQDataSource
+
+__all__ = ["SCHEMA", "DataLossError", "RocketMQDataSource", "SourceError", "SourceOptionError"]

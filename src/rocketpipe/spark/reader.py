@@ -1,0 +1,560 @@
+"""Batch and streaming readers of the ``rocketmq`` Spark source (L4 spark).
+
+Where code runs (see ``spark-python-datasource.md`` §1.2-1.3):
+
+* **Driver** (planner / streaming-runner Python processes): :class:`RocketMQStreamReader`'s
+  ``initialOffset``, ``latestOffset``, ``partitions``, ``commit`` and
+  :class:`RocketMQBatchReader`'s ``partitions``. They talk to the name server and brokers
+  through a lazily created admin client (``SyncAdmin``) that is **never pickled**
+  (``__getstate__`` drops it) and is safe to abandon (Spark does not reliably call ``stop()``).
+* **Executors**: ``read(partition)`` runs :func:`read_partition`, which opens its own admin
+  client, pulls exactly the partition's ``[start, end)`` ranges with ``pull_raw`` (no consumer
+  group, no rebalance, no offset commit), decodes the pull bodies column-wise into Arrow record
+  batches and closes the client. Everything it needs travels in the
+  :class:`RocketMQInputPartition`.
+
+Spark's checkpoint is the only source of truth for progress; ``commit()`` does nothing.
+
+Imports: pyspark, pyarrow, :mod:`rocketpipe.client` (public API), :mod:`rocketpipe.errors`,
+:mod:`rocketpipe.protocol` and the other ``rocketpipe.spark`` modules.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import struct
+from collections import deque
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+
+from ..errors import InvalidArgumentError, ProtocolError, RocketMQError
+from ..protocol.message import MessageQueue
+from .decode import decode_records_to_batch
+from .offsets import (
+    Offsets,
+    QueueRange,
+    cap_offsets,
+    json_queues,
+    offsets_from_json,
+    offsets_to_json,
+    plan_ranges,
+    resolve_offsets,
+    split_ranges,
+)
+from .options import SourceOptions
+
+log = logging.getLogger(__name__)
+
+#: A read() batch is flushed once it holds this many messages or raw bytes.
+BATCH_TARGET_ROWS: Final = 32_768
+BATCH_TARGET_BYTES: Final = 32 * 1024 * 1024
+#: Pulls answered NO_NEW_MSG / NO_MATCHED_MSG below the queue head before giving up.
+MAX_EMPTY_PULLS: Final = 20
+
+_QUEUE_OFFSET = struct.Struct(">q")
+
+
+class DataLossError(RocketMQError):
+    """Messages the query must read are gone from the broker (``failOnDataLoss=true``)."""
+
+
+class SourceError(RocketMQError):
+    """The source cannot reach or describe a topic (wraps the client error)."""
+
+
+class AdminClient(Protocol):
+    """What the source needs from an admin client (``rocketpipe.client.SyncAdmin``)."""
+
+    def topic_queues(self, topic: str) -> list[MessageQueue]: ...
+    def max_offset(self, mq: MessageQueue) -> int: ...
+    def min_offset(self, mq: MessageQueue) -> int: ...
+    def pull_raw(self, mq: MessageQueue, offset: int, max_nums: int, *, timeout: float = ...) -> Any: ...
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSpec:
+    """How executors reach the cluster and pull (picklable).
+
+    Attributes:
+        name_server: name-server address list.
+        client_factory: ``module:callable`` overriding ``SyncAdmin`` (tests), or ``None``.
+        pull_batch_size: messages asked per pull.
+        pull_timeout_s: timeout of one pull, seconds.
+        pull_concurrency: pulls kept in flight per task.
+        fail_on_data_loss: raise :class:`DataLossError` (``True``) or skip lost messages.
+    """
+
+    name_server: str
+    client_factory: str | None
+    pull_batch_size: int
+    pull_timeout_s: float
+    pull_concurrency: int
+    fail_on_data_loss: bool
+
+    @classmethod
+    def from_options(cls, options: SourceOptions) -> ClientSpec:
+        """Take the executor-side settings from the source options."""
+        return cls(
+            options.name_server, options.client_factory, options.pull_batch_size, options.pull_timeout_s,
+            options.pull_concurrency, options.fail_on_data_loss,
+        )
+
+
+def make_admin(spec: ClientSpec) -> AdminClient:
+    """Create the admin client named by ``spec`` (``SyncAdmin`` unless a factory is given).
+
+    Raises:
+        InvalidArgumentError: the client factory cannot be imported.
+    """
+    if spec.client_factory:
+        module, _, attr = spec.client_factory.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise InvalidArgumentError(f"clientFactory {spec.client_factory!r} cannot be loaded: {exc}") from None
+        client: AdminClient = factory(spec.name_server)
+        return client
+    from ..client import SyncAdmin
+
+    admin: AdminClient = SyncAdmin(namesrv_addr=spec.name_server)  # type: ignore[assignment]
+    return admin
+
+
+def _close_quietly(admin: AdminClient | None) -> None:
+    if admin is None:
+        return
+    try:
+        admin.close()
+    except Exception:  # noqa: BLE001 - closing must not hide the real outcome
+        log.debug("closing the admin client failed", exc_info=True)
+
+
+@dataclass(frozen=True)
+class RocketMQInputPartition(InputPartition):  # type: ignore[misc]
+    """One Spark task's work: queue ranges to read plus how to reach the cluster.
+
+    Attributes:
+        index: partition number within the batch.
+        ranges: ``[start, end)`` ranges, possibly of several queues.
+        client: connection and pull settings.
+    """
+
+    index: int
+    ranges: tuple[QueueRange, ...]
+    client: ClientSpec
+
+
+# ---------------------------------------------------------------------------------------------
+# Executor side
+
+
+def _lost(spec: ClientSpec, rng: QueueRange, lo: int, hi: int, why: str) -> None:
+    """Report messages ``[lo, hi)`` of ``rng``'s queue as lost (raise or log)."""
+    if hi <= lo:
+        return
+    if rng.from_earliest:
+        log.info("queue %s:%s/%d starts at %d; skipping [%d, %d)", rng.topic, rng.broker_name, rng.queue_id, hi, lo, hi)
+        return
+    text = (
+        f"messages [{lo}, {hi}) of topic {rng.topic} queue {rng.broker_name}:{rng.queue_id} are no longer available "
+        f"({why}); set option failOnDataLoss=false to skip lost messages"
+    )
+    if spec.fail_on_data_loss:
+        raise DataLossError(text)
+    log.warning("data loss: %s", text)
+
+
+class _Puller:
+    """Issues pull requests, inline or on a thread pool (the admin client is thread-safe)."""
+
+    def __init__(self, admin: AdminClient, spec: ClientSpec, pool: ThreadPoolExecutor | None) -> None:
+        self._admin = admin
+        self._timeout = spec.pull_timeout_s
+        self._pool = pool
+        self.concurrency = spec.pull_concurrency if pool is not None else 1
+
+    def submit(self, mq: MessageQueue, offset: int, n: int) -> Future[Any]:
+        if self._pool is not None:
+            return self._pool.submit(self._admin.pull_raw, mq, offset, n, timeout=self._timeout)
+        fut: Future[Any] = Future()
+        try:
+            fut.set_result(self._admin.pull_raw(mq, offset, n, timeout=self._timeout))
+        except Exception as exc:  # noqa: BLE001 - re-raised by fut.result()
+            fut.set_exception(exc)
+        return fut
+
+
+def read_range(admin: AdminClient, rng: QueueRange, spec: ClientSpec, puller: _Puller | None = None) -> Iterator[pa.RecordBatch]:
+    """Pull exactly ``[rng.start, rng.end)`` of one queue and yield Arrow batches in offset order.
+
+    Up to ``pull_concurrency`` pulls are kept in flight: the first pull learns how many messages
+    the broker returns per pull (brokers cap it), then windows of that size are requested ahead;
+    a short answer makes its remainder the next request. Stops at ``rng.end`` even when the
+    queue holds more messages.
+
+    Raises:
+        DataLossError: messages of the range are gone and ``failOnDataLoss`` is true.
+        ProtocolError: a pull body is malformed or the broker makes no progress.
+        RocketMQError: the pull itself failed (timeouts, broker errors).
+    """
+    if rng.start >= rng.end:
+        return
+    puller = puller or _Puller(admin, spec, None)
+    mq = rng.message_queue
+    inflight: deque[tuple[int, int, Future[Any]]] = deque()
+    step = min(spec.pull_batch_size, rng.size)
+    learned = False
+    next_issue = cursor = rng.start
+    pending: list[bytes] = []
+    pending_rows = pending_bytes = 0
+    empty_pulls = 0
+
+    def push_front(off: int, n: int) -> None:
+        inflight.appendleft((off, n, puller.submit(mq, off, n)))
+
+    def fill() -> None:
+        nonlocal next_issue
+        limit = puller.concurrency if learned else 1
+        next_issue = max(next_issue, cursor)
+        while len(inflight) < limit and next_issue < rng.end:
+            n = min(step, rng.end - next_issue)
+            inflight.append((next_issue, n, puller.submit(mq, next_issue, n)))
+            next_issue += n
+
+    fill()
+    while inflight:
+        off, n, fut = inflight.popleft()
+        res = fut.result()
+        if off + n <= cursor:  # skipped over (data loss with failOnDataLoss=false)
+            fill()
+            continue
+        if off < cursor:
+            push_front(cursor, off + n - cursor)
+            continue
+        status = getattr(res.status, "name", str(res.status))
+        if status == "FOUND" and res.body:
+            empty_pulls = 0
+            (first,) = _QUEUE_OFFSET.unpack_from(res.body, 20)
+            if first > off:
+                _lost(spec, rng, off, min(first, rng.end), f"the broker returned offset {first} first")
+            nxt = min(int(res.next_begin_offset), off + n)
+            if nxt <= off:
+                raise ProtocolError(f"pull of {mq} at {off} made no progress (next offset {res.next_begin_offset})")
+            step = max(1, nxt - off) if not learned else max(step, nxt - off)
+            learned = True
+            pending.append(res.body)
+            pending_rows += nxt - off
+            pending_bytes += len(res.body)
+            cursor = nxt
+            if nxt < off + n:
+                push_front(nxt, off + n - nxt)
+            if pending_rows >= BATCH_TARGET_ROWS or pending_bytes >= BATCH_TARGET_BYTES:
+                yield decode_records_to_batch(b"".join(pending), broker_name=rng.broker_name, start_offset=rng.start, end_offset=rng.end)
+                pending, pending_rows, pending_bytes = [], 0, 0
+        elif status == "OFFSET_ILLEGAL":
+            lo_q, hi_q = int(res.min_offset), int(res.max_offset)
+            if off < lo_q:
+                cursor = min(lo_q, rng.end)
+                _lost(spec, rng, off, cursor, f"the queue's min offset is now {lo_q}")
+                if cursor < off + n:
+                    push_front(cursor, off + n - cursor)
+            elif off >= hi_q:
+                _lost(spec, rng, off, rng.end, f"the queue's max offset is now {hi_q}")
+                break
+            else:
+                raise ProtocolError(f"broker rejected offset {off} of {mq} within [{lo_q}, {hi_q})")
+        else:  # NO_NEW_MSG, NO_MATCHED_MSG, or FOUND with an empty body
+            nxt, hi_q = int(res.next_begin_offset), int(res.max_offset)
+            if status == "NO_NEW_MSG" and off >= hi_q:
+                _lost(spec, rng, off, rng.end, f"the queue's max offset is now {hi_q}")
+                break
+            if off < nxt < off + n:
+                cursor = nxt
+                push_front(nxt, off + n - nxt)
+            elif nxt >= off + n:
+                cursor = off + n
+            else:
+                empty_pulls += 1
+                if empty_pulls > MAX_EMPTY_PULLS:
+                    raise ProtocolError(f"pull of {mq} at {off} keeps answering {status} below max offset {hi_q}")
+                push_front(off, n)
+        fill()
+    for _, _, fut in inflight:
+        fut.cancel()
+    if pending:
+        yield decode_records_to_batch(b"".join(pending), broker_name=rng.broker_name, start_offset=rng.start, end_offset=rng.end)
+
+
+def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    """Read every range of ``partition`` with a client opened and closed here (executor side).
+
+    Raises:
+        DataLossError, ProtocolError, RocketMQError: see :func:`read_range`.
+    """
+    if not isinstance(partition, RocketMQInputPartition) or not partition.ranges:
+        return
+    spec = partition.client
+    admin = make_admin(spec)
+    pool = ThreadPoolExecutor(spec.pull_concurrency, thread_name_prefix="rocketmq-pull") if spec.pull_concurrency > 1 else None
+    try:
+        puller = _Puller(admin, spec, pool)
+        for rng in partition.ranges:
+            yield from read_range(admin, rng, spec, puller)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        _close_quietly(admin)
+
+
+def make_partitions(ranges: list[QueueRange], num_partitions: int, client: ClientSpec) -> list[RocketMQInputPartition]:
+    """Group ranges into input partitions planned by row count."""
+    return [RocketMQInputPartition(i, group, client) for i, group in enumerate(split_ranges(ranges, num_partitions))]
+
+
+# ---------------------------------------------------------------------------------------------
+# Driver side
+
+
+class _DriverClient:
+    """Lazily created admin client plus the queue/offset look-ups the drivers need.
+
+    Not picklable by design: owners drop it in ``__getstate__``.
+    """
+
+    def __init__(self, options: SourceOptions) -> None:
+        self._options = options
+        self._spec = ClientSpec.from_options(options)
+        self._admin: AdminClient | None = None
+
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = make_admin(self._spec)
+        return self._admin
+
+    def close(self) -> None:
+        admin, self._admin = self._admin, None
+        _close_quietly(admin)
+
+    def queues(self) -> list[MessageQueue]:
+        """Readable queues of every topic, sorted.
+
+        Raises:
+            SourceError: a topic cannot be resolved.
+        """
+        out: list[MessageQueue] = []
+        for topic in self._options.topics:
+            try:
+                out.extend(self.admin().topic_queues(topic))
+            except RocketMQError as exc:
+                raise SourceError(
+                    f"cannot list the queues of topic {topic!r} via name server {self._options.name_server}: {exc}; "
+                    "check option topic and that the topic exists"
+                ) from exc
+        return sorted(set(out))
+
+    def max_offsets(self, queues: list[MessageQueue]) -> Offsets:
+        admin = self.admin()
+        return {mq: int(admin.max_offset(mq)) for mq in queues}
+
+    def min_offsets(self, queues: list[MessageQueue]) -> Offsets:
+        admin = self.admin()
+        return {mq: int(admin.min_offset(mq)) for mq in queues}
+
+
+def _check_start(start: Offsets, mins: Mapping[MessageQueue, int], maxs: Mapping[MessageQueue, int], explicit: set[MessageQueue], fail: bool) -> Offsets:
+    """Validate explicit start offsets against the queue bounds (data loss below min)."""
+    out = dict(start)
+    for mq, off in start.items():
+        if mq not in explicit:
+            continue
+        if off < mins[mq]:
+            text = (
+                f"startingOffsets asks for offset {off} of {mq.topic} {mq.broker_name}:{mq.queue_id} but its min offset "
+                f"is {mins[mq]}; set failOnDataLoss=false to start at the min offset"
+            )
+            if fail:
+                raise DataLossError(text)
+            log.warning("data loss: %s", text)
+            out[mq] = mins[mq]
+        elif off > maxs[mq]:
+            raise InvalidArgumentError(
+                f"startingOffsets asks for offset {off} of {mq.topic} {mq.broker_name}:{mq.queue_id} beyond its max "
+                f"offset {maxs[mq]}; use at most {maxs[mq]} or 'latest'"
+            )
+    return out
+
+
+class RocketMQBatchReader(DataSourceReader):  # type: ignore[misc]
+    """Batch reader over ``[startingOffsets, endingOffsets)``.
+
+    Args:
+        options: validated source options.
+    """
+
+    def __init__(self, options: SourceOptions) -> None:
+        self._options = options
+
+    def partitions(self) -> list[RocketMQInputPartition]:
+        """Resolve offsets on the driver and plan partitions by row count.
+
+        Raises:
+            DataLossError: an explicit start is below a queue's min offset (failOnDataLoss).
+            InvalidArgumentError: a start is beyond a queue's end.
+            SourceError: a topic cannot be resolved.
+        """
+        opts = self._options
+        client = _DriverClient(opts)
+        try:
+            queues = client.queues()
+            mins, maxs = client.min_offsets(queues), client.max_offsets(queues)
+        finally:
+            client.close()
+        start = resolve_offsets(opts.starting_offsets, queues, mins, maxs, default="earliest")
+        start = _check_start(start, mins, maxs, json_queues(opts.starting_offsets), opts.fail_on_data_loss)
+        if opts.ending_offsets is None:
+            end = dict(maxs)
+        else:
+            end = resolve_offsets(opts.ending_offsets, queues, mins, maxs, default="latest")
+        for mq in queues:
+            if end[mq] > maxs[mq]:
+                raise InvalidArgumentError(
+                    f"endingOffsets asks for offset {end[mq]} of {mq.topic} {mq.broker_name}:{mq.queue_id} beyond its "
+                    f"max offset {maxs[mq]}; use at most {maxs[mq]} or 'latest'"
+                )
+            if start[mq] > end[mq]:
+                raise InvalidArgumentError(
+                    f"start offset {start[mq]} is after end offset {end[mq]} for {mq.topic} "
+                    f"{mq.broker_name}:{mq.queue_id}; fix startingOffsets/endingOffsets"
+                )
+        ranges = plan_ranges(start, end)
+        log.info("batch read of %d rows in %d ranges", sum(r.size for r in ranges), len(ranges))
+        return make_partitions(ranges, opts.num_partitions, ClientSpec.from_options(opts))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Pull the partition's ranges (executor side); yields Arrow record batches."""
+        return read_partition(partition)
+
+
+class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
+    """Micro-batch reader with admission control and ``Trigger.AvailableNow``.
+
+    Queue handling between batches: a queue that appears later starts at offset 0 (its earliest
+    message, without counting messages below its min offset as lost); a queue that disappears
+    from the route keeps its offset in the checkpoint and resumes when it comes back.
+
+    Args:
+        options: validated source options.
+    """
+
+    def __init__(self, options: SourceOptions) -> None:
+        self._options = options
+        self._client: _DriverClient | None = None
+        self._latest: Offsets | None = None
+        self._target: Offsets | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_client"] = None
+        return state
+
+    def _driver(self) -> _DriverClient:
+        if self._client is None:
+            self._client = _DriverClient(self._options)
+        return self._client
+
+    def _heads(self) -> Offsets:
+        client = self._driver()
+        return client.max_offsets(client.queues())
+
+    def initialOffset(self) -> dict[str, dict[str, int]]:
+        """Resolve ``startingOffsets`` for a new query.
+
+        Raises:
+            DataLossError: an explicit start is below a queue's min offset (failOnDataLoss).
+            InvalidArgumentError: an explicit start is beyond a queue's max offset.
+            SourceError: a topic cannot be resolved.
+        """
+        client = self._driver()
+        queues = client.queues()
+        mins, maxs = client.min_offsets(queues), client.max_offsets(queues)
+        spec = self._options.starting_offsets
+        start = resolve_offsets(spec, queues, mins, maxs, default="earliest")
+        start = _check_start(start, mins, maxs, json_queues(spec), self._options.fail_on_data_loss)
+        return offsets_to_json(start)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        """``ReadMaxRows(maxOffsetsPerTrigger)``, or ``ReadAllAvailable`` without the option."""
+        n = self._options.max_offsets_per_trigger
+        return ReadMaxRows(n) if n else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Record the current heads: an AvailableNow query reads up to them and stops."""
+        self._target = self._heads()
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, dict[str, int]]:
+        """Return the end offset of the next micro-batch, honouring ``limit``.
+
+        ``ReadMaxRows(n)`` shares ``n`` rows over the queues in proportion to their backlog;
+        ``ReadMinRows(n)`` returns ``start`` until ``n`` rows are available; any other limit
+        (``ReadAllAvailable`` included) reads everything up to the heads (or up to the
+        AvailableNow target).
+
+        Raises:
+            DataLossError: a queue's head fell below the start offset (messages were lost or the
+                topic was recreated) and failOnDataLoss is true.
+        """
+        begin = offsets_from_json(start)
+        heads = dict(self._target) if self._target is not None else self._heads()
+        self._latest = dict(heads)
+        for mq, head in heads.items():
+            off = begin.get(mq)
+            if off is not None and head < off:
+                text = (
+                    f"the max offset of {mq.topic} {mq.broker_name}:{mq.queue_id} is {head}, below the checkpointed "
+                    f"offset {off}: messages were lost or the topic was recreated; set failOnDataLoss=false to "
+                    f"continue from {head}"
+                )
+                if self._options.fail_on_data_loss:
+                    raise DataLossError(text)
+                log.warning("data loss: %s", text)
+                begin[mq] = head
+        cls = type(limit).__name__
+        if cls == "ReadMaxRows":
+            end = cap_offsets(begin, heads, int(limit.max_rows))
+        else:
+            end = cap_offsets(begin, heads, 2**62)
+            if cls == "ReadMinRows":
+                available = sum(end[mq] - begin.get(mq, 0) for mq in end)
+                if available < int(limit.min_rows):
+                    return offsets_to_json(offsets_from_json(start))
+        return offsets_to_json(end)
+
+    def reportLatestOffset(self) -> dict[str, dict[str, int]] | None:
+        """The queue heads seen by the last ``latestOffset`` call (shows lag in progress)."""
+        return offsets_to_json(self._latest) if self._latest is not None else None
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[RocketMQInputPartition]:
+        """Plan the batch ``[start, end)`` by row count (pure; replays give the same plan)."""
+        ranges = plan_ranges(offsets_from_json(start), offsets_from_json(end))
+        return make_partitions(ranges, self._options.num_partitions, ClientSpec.from_options(self._options))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Pull the partition's ranges (executor side); yields Arrow record batches."""
+        return read_partition(partition)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to do: Spark's checkpoint holds the progress (commits lag and may be lost)."""
+
+    def stop(self) -> None:
+        """Close the driver-side client (Spark may never call this; the client is abandonable)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None

