@@ -7,14 +7,18 @@ groups, consumer offsets, client registry, held pulls, queue locks) and the proc
 background loops in one :class:`asyncio.TaskGroup`:
 
 * ``_register_loop`` — REGISTER_BROKER to every name server every 30 s and on topic changes;
-* ``_schedule_loop`` — delivers due delayed messages (``SCHEDULE_TOPIC_XXXX``) every 100 ms;
-* ``_hold_loop`` — long-poll sweep every 5 s (and at the earliest hold deadline);
+* ``_schedule_loop`` — delivers due delayed messages (``SCHEDULE_TOPIC_XXXX``) every 100 ms,
+  in capped slices (yielding between them while a level has a backlog);
+* ``_hold_loop`` — long-poll sweep every 5 s; in between it only expires held pulls whose
+  deadline passed (deadline heap; parking a pull re-arms the timer only for an earlier deadline);
 * ``_expiry_loop`` — closes client channels without a heartbeat for 120 s;
-* ``_notify_loop`` — pushes NOTIFY_CONSUMER_IDS_CHANGED to the members of changed groups;
+* ``_notify_loop`` — pushes NOTIFY_CONSUMER_IDS_CHANGED to the members of changed groups
+  (concurrently, each send bounded, so a slow client delays nobody);
 * ``_persist_loop`` — consumer offsets every 5 s, delay progress every 10 s, topics/groups
-  when changed (all again on close);
-* ``_flush_loop`` — ``store.flush()`` every 500 ms in a worker thread, plus the SYNC_FLUSH
-  group commit (:mod:`.flush`).
+  when changed (all again on close); never two writes of one file at once;
+* ``_flush_loop`` — commit log every ``flush_interval_commit_log_ms`` (least pages / thorough
+  interval), consume queues + checkpoint every ``flush_interval_consume_queue_ms``, in a worker
+  thread; plus the SYNC_FLUSH group commit (:mod:`.flush`, commit log only).
 
 Mirrors ``BrokerController``. The event-loop thread owns every table; only the store's
 ``flush``/``load``/``close`` and JSON file writes run in worker threads. Imports L0–L2 only
@@ -24,8 +28,10 @@ Mirrors ``BrokerController``. The event-loop thread owns every table; only the s
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -65,6 +71,8 @@ log = logging.getLogger(__name__)
 __all__ = ["Broker"]
 
 _SCHEDULE_PERIOD_S = 0.1
+#: how long one NOTIFY_CONSUMER_IDS_CHANGED send waits for a client's socket to drain
+_NOTIFY_SEND_TIMEOUT_S = 0.5
 
 
 class Broker:
@@ -100,6 +108,9 @@ class Broker:
                 flush_disk_type=config.flush_disk_type,
                 max_message_size=config.max_message_size,
                 flush_interval_commit_log_ms=config.flush_interval_commit_log_ms,
+                flush_commit_log_least_pages=config.flush_commit_log_least_pages,
+                flush_commit_log_thorough_interval_ms=config.flush_commit_log_thorough_interval_ms,
+                flush_interval_consume_queue_ms=config.flush_interval_consume_queue_ms,
                 sync_flush_timeout_ms=config.sync_flush_timeout_ms,
                 message_delay_level=config.message_delay_level,
                 **store_kwargs,
@@ -129,9 +140,13 @@ class Broker:
         self.server = RemotingServer(self.router, config.host, config.listen_port)
         self.server.add_close_callback(self._on_channel_closed)
         self._pool = ConnectionPool()
-        self.group_commit = GroupCommit(self.store.flush, config.sync_flush_timeout_ms / 1000.0)
+        # group commit syncs the commit log only; consume queues + checkpoint are _flush_loop's job
+        self.group_commit = GroupCommit(
+            functools.partial(self.store.flush, consume_queues=False), config.sync_flush_timeout_ms / 1000.0
+        )
         self._register_wake = asyncio.Event()
         self._hold_wake = asyncio.Event()
+        self._hold_armed = math.inf  # loop time the hold loop's timer is set for
         self._notify_wake = asyncio.Event()
         self._persist_wake = asyncio.Event()
         self._pending_notify: set[str] = set()
@@ -141,6 +156,9 @@ class Broker:
         self._closed = False
         self._persisted_delay: dict[int, int] = {}
         self._delay_persisted_at = 0.0
+        self._saving: dict[Path, asyncio.Task[None]] = {}
+        #: times a JSON write waited for an earlier write of the same file to finish
+        self.save_waits = 0
         self.registrations = 0
 
     # ------------------------------------------------------------------ paths
@@ -252,7 +270,7 @@ class Broker:
         """Append a batch (consecutive offsets in one queue) and wake held pulls."""
         result = self.store.put_messages(inners)
         if result.is_ok and inners:
-            self._on_arrival(inners[-1], result)
+            self._on_arrival(inners[-1], result, inners)
         return result
 
     async def wait_durable(self, result: PutResult) -> bool:
@@ -297,7 +315,9 @@ class Broker:
     def park_pull(self, entry: HeldPull) -> None:
         """Hold a pull until a message arrives for its queue or its deadline passes."""
         self.hold.park(entry)
-        self._hold_wake.set()
+        if entry.deadline < self._hold_armed:  # re-arm only for an earlier deadline; never sweep on park
+            self._hold_armed = entry.deadline
+            self._hold_wake.set()
 
     def notify_consumer_ids_changed(self, group: str) -> None:
         """Queue NOTIFY_CONSUMER_IDS_CHANGED for every channel of ``group`` (if enabled)."""
@@ -307,20 +327,23 @@ class Broker:
         self._notify_wake.set()
 
     # ------------------------------------------------------------------ arrival / held pulls
-    def _on_arrival(self, inner: MessageInner, result: PutResult) -> None:
+    def _on_arrival(self, inner: MessageInner, result: PutResult, batch: list[MessageInner] | None = None) -> None:
+        """Wake the pulls held on ``inner``'s queue; a batch notifies with every message's tag code."""
         self.pop.notify_message_arriving(inner.topic)
         if not self.hold.has(inner.topic, inner.queue_id):
             return
-        props = inner.properties if isinstance(inner.properties, dict) else pm.string_to_properties(inner.properties)
-        tags_code = inner.tags_code if inner.tags_code is not None else pm.tag_code(props.get(pm.PROPERTY_TAGS))
+        tags_codes = [_tags_code_of(m) for m in batch] if batch else _tags_code_of(inner)
         max_offset = result.queue_offset + max(1, result.msg_num)
-        released = self.hold.on_arrival(inner.topic, inner.queue_id, max_offset, tags_code, self.loop_time())
+        released = self.hold.on_arrival(inner.topic, inner.queue_id, max_offset, tags_codes, self.loop_time())
         if released:
             asyncio.get_running_loop().call_soon(self._rerun_held, released)
 
     def _rerun_held(self, entries: list[HeldPull]) -> None:
         for e in entries:
-            self.pull_processor.rerun(e)
+            try:
+                self.pull_processor.rerun(e)
+            except Exception:  # noqa: BLE001 - one failed answer must not lose the other released pulls
+                log.exception("answering a released held pull failed topic=%s queue=%d", e.topic, e.queue_id)
 
     def _on_channel_closed(self, conn: Connection) -> None:
         self.hold.drop_channel(conn)
@@ -447,6 +470,9 @@ class Broker:
     async def _schedule_loop(self) -> None:
         async def step() -> None:
             self.schedule.deliver_due(self.clock.now_ms())
+            while self.schedule.backlog:  # a level hit its per-tick cap: let other work run, then go on
+                await asyncio.sleep(0)
+                self.schedule.deliver_due(self.clock.now_ms())
 
         await self._periodic("schedule", _SCHEDULE_PERIOD_S, step)
 
@@ -459,17 +485,21 @@ class Broker:
         while True:
             deadline = self.hold.next_deadline()
             wake_at = next_sweep if deadline is None else min(next_sweep, deadline)
-            try:
-                async with asyncio.timeout(max(0.0, wake_at - loop.time())):
-                    await self._hold_wake.wait()
-            except TimeoutError:
-                pass
+            self._hold_armed = wake_at
+            if not self._hold_wake.is_set():
+                try:
+                    async with asyncio.timeout(max(0.0, wake_at - loop.time())):
+                        await self._hold_wake.wait()
+                except TimeoutError:
+                    pass
             self._hold_wake.clear()
             now = loop.time()
-            if now >= next_sweep:
-                next_sweep = now + interval
             try:
-                released = self.hold.sweep(self.store.get_max_offset, now)
+                if now >= next_sweep:  # periodic full check of every held queue (PullRequestHoldService)
+                    next_sweep = now + interval
+                    released = self.hold.sweep(self.store.get_max_offset, now)
+                else:  # a deadline came due (or one earlier than the armed timer was parked)
+                    released = self.hold.expire(now)
                 self._rerun_held(released)
             except Exception:  # noqa: BLE001
                 log.exception("long-poll sweep failed")
@@ -496,18 +526,26 @@ class Broker:
             await self._notify_wake.wait()
             self._notify_wake.clear()
             groups, self._pending_notify = self._pending_notify, set()
+            sends = []
             for group in sorted(groups):
                 ext = NotifyConsumerIdsChangedRequestHeader(consumer_group=group).to_ext_fields()
                 for ch in self.clients.channels_of(group):
                     conn: Connection = ch  # type: ignore[assignment]
-                    if conn.is_closed:
-                        continue
-                    try:
-                        await conn.oneway(RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, dict(ext)))
-                    except (RocketMQError, OSError) as exc:
-                        log.info("notify consumer ids changed failed group=%s remote=%s error=%s", group, conn.remote_address, exc)
-                    except Exception:  # noqa: BLE001 - the loop must survive
-                        log.exception("notify consumer ids changed failed group=%s", group)
+                    if not conn.is_closed:
+                        sends.append(self._notify_one(conn, group, ext))
+            # concurrently, each bounded: one slow client (full socket buffer) delays nobody else
+            await asyncio.gather(*sends)
+
+    async def _notify_one(self, conn: Connection, group: str, ext: dict[str, str]) -> None:
+        try:
+            async with asyncio.timeout(_NOTIFY_SEND_TIMEOUT_S):
+                await conn.oneway(RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, dict(ext)))
+        except TimeoutError:  # the frame stays queued; only the wait for the peer to drain ends
+            log.info("notify consumer ids changed: slow client, not waiting group=%s remote=%s", group, conn.remote_address)
+        except (RocketMQError, OSError) as exc:
+            log.info("notify consumer ids changed failed group=%s remote=%s error=%s", group, conn.remote_address, exc)
+        except Exception:  # noqa: BLE001 - the loop must survive
+            log.exception("notify consumer ids changed failed group=%s", group)
 
     async def _persist_loop(self) -> None:
         async def step() -> None:
@@ -516,41 +554,101 @@ class Broker:
         await self._periodic("persist", self.config.flush_consumer_offset_interval_ms / 1000.0, step, self._persist_wake)
 
     async def _persist(self, *, force: bool) -> None:
-        """Write changed JSON files (all of them when ``force``)."""
-        jobs: list[tuple[Path, Any]] = []
-        if force or self.offsets.dirty:
-            self.offsets.dirty = False
-            jobs.append((self._path("consumerOffset.json"), self.offsets.to_json()))
-        if force or self.topics.dirty:
-            self.topics.dirty = False
-            jobs.append((self._path("topics.json"), self.topics.to_json()))
-        if force or self.groups_config.dirty:
-            self.groups_config.dirty = False
-            jobs.append((self._path("subscriptionGroup.json"), self.groups_config.to_json()))
+        """Write changed JSON files (all of them when ``force``).
+
+        A table's dirty flag is cleared when its snapshot is taken and set again when the write
+        fails (or never started because the caller was cancelled), so the next round retries.
+
+        Raises:
+            OSError, TypeError: the first failed write (the other files are still written).
+        """
+        jobs: list[tuple[Path, Any, Callable[[], None]]] = []
+        for name, table in (
+            ("consumerOffset.json", self.offsets),
+            ("topics.json", self.topics),
+            ("subscriptionGroup.json", self.groups_config),
+        ):
+            if force or table.dirty:
+                table.dirty = False
+                jobs.append((self._path(name), table.to_json(), functools.partial(setattr, table, "dirty", True)))
         loop_now = self.loop_time()
         delay_due = loop_now - self._delay_persisted_at >= self.config.flush_delay_offset_interval_ms / 1000.0
         if force or (delay_due and self.schedule.offsets != self._persisted_delay):
+            prev_delay = self._persisted_delay
             self._persisted_delay = dict(self.schedule.offsets)
             self._delay_persisted_at = loop_now
-            jobs.append((self._path("delayOffset.json"), self.schedule.to_json()))
-        for path, obj in jobs:
-            await asyncio.to_thread(save_json, path, obj)
+            jobs.append((self._path("delayOffset.json"), self.schedule.to_json(), functools.partial(setattr, self, "_persisted_delay", prev_delay)))
+        failure: Exception | None = None
+        for i, (path, obj, restore) in enumerate(jobs):
+            try:
+                await self._save_json(path, obj)
+            except asyncio.CancelledError:
+                # the current write may still finish in its thread; marking it dirty again only
+                # costs one redundant write, while the files not started yet would be lost
+                for _, _, unfinished in jobs[i:]:
+                    unfinished()
+                raise
+            except Exception as exc:  # noqa: BLE001 - keep writing the other files
+                restore()
+                log.warning("persisting %s failed: %s", path.name, exc)
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    async def _save_json(self, path: Path, obj: Any) -> None:
+        """``save_json`` in a worker thread; never two writes of one file at once.
+
+        The write runs in its own task: cancelling the caller (``close`` cancels the persist
+        loop) does not abandon a write still running in its thread — the next save of the same
+        file waits for it first.
+        """
+        while (prev := self._saving.get(path)) is not None and not prev.done():
+            self.save_waits += 1
+            await asyncio.wait((prev,))
+        task = asyncio.get_running_loop().create_task(asyncio.to_thread(save_json, path, obj))
+        task.add_done_callback(_consume_result)
+        self._saving[path] = task
+        await asyncio.shield(task)
 
     async def _flush_loop(self) -> None:
-        """``FlushRealTimeService``: flush when >= 4 pages are dirty, everything every 10 s."""
+        """``FlushRealTimeService`` + ``FlushConsumeQueueService`` on the store's configured periods.
+
+        Every ``flush_interval_commit_log_ms``: sync the commit log when at least
+        ``flush_commit_log_least_pages`` pages are dirty (any amount once per
+        ``flush_commit_log_thorough_interval_ms``); every ``flush_interval_consume_queue_ms``
+        also the consume queues and the checkpoint.
+        """
         loop = asyncio.get_running_loop()
-        thorough_s = 10.0
-        last_thorough = loop.time()
+        scfg = self.store.config
+        thorough_s = scfg.flush_commit_log_thorough_interval_ms / 1000.0
+        cq_s = scfg.flush_interval_consume_queue_ms / 1000.0
+        last_thorough = last_cq = loop.time()
 
         async def step() -> None:
-            nonlocal last_thorough
+            nonlocal last_thorough, last_cq
             now = loop.time()
-            least = 4
+            least = scfg.flush_commit_log_least_pages
             if now - last_thorough >= thorough_s:
                 least, last_thorough = 0, now
-            await asyncio.to_thread(self.store.flush, least_pages=least)
+            cq = now - last_cq >= cq_s
+            if cq:
+                last_cq = now
+            await asyncio.to_thread(self.store.flush, consume_queues=cq, least_pages=least)
 
-        await self._periodic("flush", self.config.flush_interval_commit_log_ms / 1000.0, step)
+        await self._periodic("flush", scfg.flush_interval_commit_log_ms / 1000.0, step)
+
+
+def _consume_result(task: asyncio.Task[None]) -> None:
+    """Mark a background write's outcome as seen (its caller may have been cancelled)."""
+    if not task.cancelled():
+        task.exception()
+
+
+def _tags_code_of(inner: MessageInner) -> int | None:
+    if inner.tags_code is not None:
+        return inner.tags_code
+    props = inner.properties if isinstance(inner.properties, dict) else pm.string_to_properties(inner.properties)
+    return pm.tag_code(props.get(pm.PROPERTY_TAGS))
 
 
 def _ip_bytes(host: str) -> bytes:

@@ -54,7 +54,13 @@ class BrokerConfig:
         message_delay_level: delay levels, tokens with units s/m/h/d.
         max_message_size: largest accepted body, bytes (``maxMessageSize``).
         sync_flush_timeout_ms: SYNC_FLUSH wait before FLUSH_DISK_TIMEOUT (``syncFlushTimeout``).
-        flush_interval_commit_log_ms: ASYNC_FLUSH flush period (ms).
+        flush_interval_commit_log_ms: period of the periodic commit-log flush (ms; ``flushIntervalCommitLog``).
+        flush_commit_log_least_pages: dirty 4 KiB pages needed before a periodic commit-log flush
+            (``flushCommitLogLeastPages``).
+        flush_commit_log_thorough_interval_ms: flush the commit log regardless of dirty pages at
+            least this often (ms; ``flushCommitLogThoroughInterval``).
+        flush_interval_consume_queue_ms: period of the consume-queue + checkpoint flush (ms;
+            ``flushIntervalConsumeQueue``). The SYNC_FLUSH group commit syncs the commit log only.
         mapped_file_size_commit_log: commit-log segment size in bytes, or None for the store's default.
         mapped_file_size_consume_queue: consume-queue segment size in bytes, or None.
         region_id: returned as ``MSG_REGION`` on send responses.
@@ -90,6 +96,9 @@ class BrokerConfig:
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     sync_flush_timeout_ms: int = 5000
     flush_interval_commit_log_ms: int = 500
+    flush_commit_log_least_pages: int = 4
+    flush_commit_log_thorough_interval_ms: int = 10_000
+    flush_interval_consume_queue_ms: int = 1000
     mapped_file_size_commit_log: int | None = None
     mapped_file_size_consume_queue: int | None = None
     region_id: str = "DefaultRegion"
@@ -110,9 +119,13 @@ class BrokerConfig:
             "flush_delay_offset_interval_ms",
             "sync_flush_timeout_ms",
             "flush_interval_commit_log_ms",
+            "flush_commit_log_thorough_interval_ms",
+            "flush_interval_consume_queue_ms",
         ):
             if getattr(self, name) <= 0:
                 raise InvalidArgumentError(f"{name} must be positive")
+        if self.flush_commit_log_least_pages < 0:
+            raise InvalidArgumentError("flush_commit_log_least_pages must be >= 0")
         from .schedule import parse_delay_levels  # local: schedule imports nothing from config
 
         parse_delay_levels(self.message_delay_level)

@@ -2,9 +2,10 @@
 
 Mirrors ``CommitLog.GroupCommitService``: a send that needs durability registers the
 commit-log position it must see flushed (``wrote_offset + wrote_bytes``) and waits; the
-:meth:`GroupCommit.run` loop swaps the pending list, runs one ``store.flush()`` in a worker
-thread, and completes every waiter the flushed position covers. Sends arriving during a flush
-wait for the next one. A waiter not satisfied within ``timeout_s`` gets False (the broker
+:meth:`GroupCommit.run` loop swaps the pending list, runs one commit-log-only flush
+(``store.flush(consume_queues=False)``; consume queues and the checkpoint are the periodic
+flush loop's job, as with ``FlushConsumeQueueService``) in a worker thread, and completes
+every waiter the flushed position covers. Sends arriving during a flush wait for the next one. A waiter not satisfied within ``timeout_s`` gets False (the broker
 answers FLUSH_DISK_TIMEOUT; the message is stored either way).
 """
 
@@ -21,7 +22,8 @@ class GroupCommit:
     """Batches durability waits into shared flushes.
 
     Args:
-        flush: ``store.flush`` (blocking; returns the flushed commit-log offset in bytes).
+        flush: blocking commit-log flush, e.g. ``functools.partial(store.flush, consume_queues=False)``;
+            returns the flushed commit-log offset in bytes.
         timeout_s: how long one waiter waits, seconds (``syncFlushTimeout`` = 5 s).
     """
 

@@ -72,6 +72,10 @@ class QueueLocks:
         if not table:
             del self._table[group]
 
+    def is_lock_all_expired(self, group: str, now_ms: int) -> bool:
+        """True when ``group`` holds no live lock (``RebalanceLockManager.isLockAllExpired``)."""
+        return not any(self._live(e, now_ms) for e in self._table.get(group, {}).values())
+
     def holder(self, group: str, mq: MessageQueue, now_ms: int) -> str | None:
         """Client id holding a live lock on ``mq``, or None."""
         e = self._table.get(group, {}).get(mq)

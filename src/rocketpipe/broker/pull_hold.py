@@ -16,11 +16,19 @@ PARKED                 sweep: max_offset > offset (tag unknown)        RELEASED
 PARKED                 sweep/arrival: now >= deadline                  RELEASED
 PARKED                 connection closed                               DROPPED
 =====================  ==============================================  ==========
+
+Deadlines are kept in a heap (lazy deletion: released/dropped entries are marked ``done`` and
+skipped when they reach the top), so :meth:`PullHoldTable.next_deadline` and
+:meth:`PullHoldTable.expire` cost O(log N) per entry instead of a scan of every parked pull.
+A batch put notifies with the tag codes of all its messages; an entry is released when any
+of them matches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+import heapq
+import itertools
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +56,8 @@ class HeldPull:
     channel: Hashable
     context: Any = None
     key: tuple[str, int] = field(init=False)
+    #: True once released, dropped or drained (its heap slot is then stale).
+    done: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         self.key = (self.topic, self.queue_id)
@@ -57,6 +67,12 @@ class HeldPull:
         if self.code_set is None or tags_code is None:
             return True
         return _int32(tags_code) in self.code_set
+
+    def matches_any(self, tags_codes: tuple[int | None, ...]) -> bool:
+        """True when any of ``tags_codes`` passes the filter (an empty tuple never matches)."""
+        if self.code_set is None:
+            return bool(tags_codes)
+        return any(self.matches(c) for c in tags_codes)
 
 
 def _int32(v: int) -> int:
@@ -69,6 +85,8 @@ class PullHoldTable:
 
     def __init__(self) -> None:
         self._held: dict[tuple[str, int], list[HeldPull]] = {}
+        self._deadlines: list[tuple[float, int, HeldPull]] = []
+        self._seq = itertools.count()
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._held.values())
@@ -76,6 +94,7 @@ class PullHoldTable:
     def park(self, entry: HeldPull) -> None:
         """Park a pull until :meth:`on_arrival` or :meth:`sweep` releases it."""
         self._held.setdefault(entry.key, []).append(entry)
+        heapq.heappush(self._deadlines, (entry.deadline, next(self._seq), entry))
 
     def has(self, topic: str, queue_id: int) -> bool:
         """True when pulls are parked on (topic, queue)."""
@@ -85,13 +104,16 @@ class PullHoldTable:
         """The (topic, queue) keys with parked pulls."""
         return list(self._held)
 
-    def on_arrival(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None, now: float) -> list[HeldPull]:
+    def on_arrival(
+        self, topic: str, queue_id: int, max_offset: int, tags_code: int | None | Iterable[int | None], now: float
+    ) -> list[HeldPull]:
         """Release the pulls of (topic, queue) that a new message (or the deadline) satisfies.
 
         Args:
             topic, queue_id: queue that grew.
             max_offset: the queue's max offset now (exclusive).
-            tags_code: tags code of the new message, or None when unknown (sweep).
+            tags_code: tags code of the new message, or None when unknown (sweep); for a
+                batch, the tags codes of all its messages (an entry wakes if any matches).
             now: loop time (s).
 
         Returns:
@@ -100,10 +122,12 @@ class PullHoldTable:
         entries = self._held.get((topic, queue_id))
         if not entries:
             return []
+        codes: tuple[int | None, ...] = (tags_code,) if tags_code is None or isinstance(tags_code, int) else tuple(tags_code)
         released: list[HeldPull] = []
         keep: list[HeldPull] = []
         for e in entries:
-            if (max_offset > e.offset and e.matches(tags_code)) or now >= e.deadline:
+            if (max_offset > e.offset and e.matches_any(codes)) or now >= e.deadline:
+                e.done = True
                 released.append(e)
             else:
                 keep.append(e)
@@ -120,11 +144,33 @@ class PullHoldTable:
             out.extend(self.on_arrival(topic, queue_id, max_offset_of(topic, queue_id), None, now))
         return out
 
+    def expire(self, now: float) -> list[HeldPull]:
+        """Release the pulls whose deadline passed (popped from the deadline heap; no sweep)."""
+        out: list[HeldPull] = []
+        heap = self._deadlines
+        while heap and (heap[0][2].done or heap[0][0] <= now):
+            _, _, e = heapq.heappop(heap)
+            if e.done:
+                continue
+            e.done = True
+            out.append(e)
+            entries = self._held.get(e.key)
+            if entries is not None:
+                entries.remove(e)
+                if not entries:
+                    del self._held[e.key]
+        return out
+
     def drop_channel(self, channel: Hashable) -> int:
         """Forget the pulls parked on a closed connection; return how many."""
         n = 0
         for key, entries in list(self._held.items()):
-            keep = [e for e in entries if e.channel != channel]
+            keep = []
+            for e in entries:
+                if e.channel != channel:
+                    keep.append(e)
+                else:
+                    e.done = True
             n += len(entries) - len(keep)
             if keep:
                 self._held[key] = keep
@@ -135,10 +181,15 @@ class PullHoldTable:
     def drain(self) -> list[HeldPull]:
         """Remove and return every parked pull (shutdown)."""
         out = [e for entries in self._held.values() for e in entries]
+        for e in out:
+            e.done = True
         self._held.clear()
+        self._deadlines.clear()
         return out
 
     def next_deadline(self) -> float | None:
-        """Earliest deadline among parked pulls, or None."""
-        deadlines = [e.deadline for entries in self._held.values() for e in entries]
-        return min(deadlines) if deadlines else None
+        """Earliest deadline among parked pulls, or None (stale heap slots are discarded)."""
+        heap = self._deadlines
+        while heap and heap[0][2].done:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -111,9 +112,20 @@ class ScheduleDelivery:
             reading the schedule topic (records undecompressed).
         put: ``put(due) -> bool`` storing the real copy; False = retry later.
         offsets: initial progress (level -> next offset), e.g. from delayOffset.json.
+        max_per_level: records one :meth:`deliver_due` call handles per level at most.
+        budget_s: time one :meth:`deliver_due` call spends on one level at most (seconds,
+            measured with ``time.perf_counter``; checked once per read batch).
+
+    Attributes:
+        backlog: True when the last :meth:`deliver_due` stopped a level at a cap with due
+            records possibly left; the caller yields to the event loop and calls again.
     """
 
     BATCH: Final = 32
+    #: default per-level cap of one tick (records)
+    MAX_PER_LEVEL: Final = 1000
+    #: default per-level time budget of one tick (seconds)
+    BUDGET_S: Final = 0.010
 
     def __init__(
         self,
@@ -121,19 +133,28 @@ class ScheduleDelivery:
         read: Callable[[int, int, int], tuple[list[pm.MessageExt], int, int, int]],
         put: Callable[[DueMessage], bool],
         offsets: dict[int, int] | None = None,
+        *,
+        max_per_level: int = MAX_PER_LEVEL,
+        budget_s: float = BUDGET_S,
     ) -> None:
         self.levels = levels
         self._read = read
         self._put = put
         self.offsets: dict[int, int] = dict(offsets or {})
+        self.max_per_level = max_per_level
+        self.budget_s = budget_s
+        self.backlog = False
 
     def deliver_due(self, now_ms: int) -> int:
-        """Deliver every due message of every level; return how many were delivered.
+        """Deliver due messages of every level; return how many were delivered.
 
         Stops a level at its first not-yet-due record (records of one level are in due
         order). A failed put leaves the offset at that record so it is retried next time.
+        Each level handles at most ``max_per_level`` records or ``budget_s`` seconds per call
+        (so one call never monopolises the event loop); :attr:`backlog` then says to call again.
         """
         delivered = 0
+        self.backlog = False
         for level in range(1, len(self.levels) + 1):
             delivered += self._deliver_level(level, now_ms)
         return delivered
@@ -143,12 +164,23 @@ class ScheduleDelivery:
         delay = self.levels[level - 1]
         offset = self.offsets.get(level, 0)
         delivered = 0
+        handled = 0
+        give_up_at = time.perf_counter() + self.budget_s
         while True:
-            records, _next, min_off, max_off = self._read(queue_id, offset, self.BATCH)
+            if handled >= self.max_per_level or time.perf_counter() >= give_up_at:
+                self.backlog = True
+                return delivered
+            records, next_off, min_off, max_off = self._read(queue_id, offset, min(self.BATCH, self.max_per_level - handled))
             if not records:
+                if next_off > offset:  # blank/unreadable entries: skip them, never get stuck
+                    offset = next_off
+                    self.offsets[level] = offset
+                    handled += 1
+                    continue
                 if offset < min_off or offset > max_off:
                     self.offsets[level] = max(min_off, min(offset, max_off))
                 return delivered
+            handled += len(records)
             for rec in records:
                 deliver_at = effective_deliver_at(rec.store_timestamp + delay, now_ms, delay)
                 if deliver_at > now_ms:

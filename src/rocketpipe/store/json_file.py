@@ -2,14 +2,18 @@
 
 Mirrors ``MixAll.string2File``/``file2String`` as used by ``ConfigManager``: the previous content
 is kept as ``<name>.bak`` and used when the main file is missing or unreadable. Writes go to
-``<name>.tmp``, are fsynced, then ``os.replace``d over the file, so a crash leaves either the old
-or the new content. Used by the broker for consumer offsets, topics, groups and delay progress.
+a temp file unique to the call (``<name>.<random>.tmp`` in the same directory), are fsynced,
+then ``os.replace``d over the file, so a crash leaves either the old or the new content and two
+concurrent saves never share (and steal) one temp file. Used by the broker for consumer
+offsets, topics, groups and delay progress.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -70,18 +74,23 @@ def save_json(path: str | Path, obj: Any) -> None:
     p = Path(path)
     data = orjson.dumps(obj, option=orjson.OPT_INDENT_2)
     p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    tmp = p.with_name(f"{p.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    if p.exists():
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         # keep the previous content: rename it (atomic); a crash before the next replace leaves
-        # the old state in .bak and the new one complete in .tmp, and load_json reads .bak
-        os.replace(p, p.with_name(p.name + ".bak"))
-    os.replace(tmp, p)
+        # the old state in .bak (load_json reads it) and the new one complete in the temp file
+        with contextlib.suppress(FileNotFoundError):  # first save, or a concurrent save moved it
+            os.replace(p, p.with_name(p.name + ".bak"))
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     _fsync_dir(p.parent)

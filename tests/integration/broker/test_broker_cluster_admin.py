@@ -155,3 +155,26 @@ async def test_broker_topic_admin_and_check_client_config(tmp_path: Path) -> Non
             assert (await c.request(RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, {}, sql), TIMEOUT)).code == ResponseCode.SYSTEM_ERROR
         finally:
             await c.close()
+
+
+async def test_broker_stats_queue_ranges_follow_admin_broker_processor(tmp_path: Path) -> None:
+    """GET_CONSUME_STATS covers readQueueNums (4.9.8 and 5.x); GET_TOPIC_STATS_INFO covers
+    max(read, write) (5.3.0+, apache/rocketmq 402d31a1b8; 4.9.8 used writeQueueNums)."""
+    from rocketpipe.broker import Broker, BrokerConfig
+
+    async with Broker(BrokerConfig(store_dir=tmp_path, mapped_file_size_commit_log=1 << 20)) as b:
+        c = await Connection.connect(b.address)
+        try:
+            for topic, read, write in (("TopicR2W4", 2, 4), ("TopicR4W2", 4, 2)):
+                h = CreateTopicRequestHeader(topic=topic, read_queue_nums=read, write_queue_nums=write, perm=6)
+                r = await c.request(RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, h.to_ext_fields()), TIMEOUT)
+                assert r.code == ResponseCode.SUCCESS
+                r = await c.request(RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, GetTopicStatsInfoRequestHeader(topic=topic).to_ext_fields()), TIMEOUT)
+                table = jj.message_queue_map(jj.as_dict(jj.loads(bytes(r.body))).get("offsetTable"), lambda v: v)
+                assert sorted(mq.queue_id for mq in table) == [0, 1, 2, 3]
+                h2 = GetConsumeStatsRequestHeader(consumer_group="gq", topic=topic)
+                r = await c.request(RemotingCommand.request(RequestCode.GET_CONSUME_STATS, h2.to_ext_fields()), TIMEOUT)
+                stats = jj.message_queue_map(jj.as_dict(jj.loads(bytes(r.body))).get("offsetTable"), lambda v: v)
+                assert sorted(mq.queue_id for mq in stats) == list(range(read)), topic
+        finally:
+            await c.close()

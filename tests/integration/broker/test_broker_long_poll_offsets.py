@@ -169,14 +169,73 @@ async def test_broker_periodic_sweep_releases_pulls_without_an_arrival_signal(tm
 
 
 async def test_broker_short_polling_holds_for_short_polling_time(tmp_path: Path) -> None:
-    cfg = BrokerConfig(store_dir=tmp_path, mapped_file_size_commit_log=1 << 20, long_polling_enable=False, short_polling_time_mills=100)
+    # Long polling off: the hold is short_polling_time_mills (100 ms). The client asks for 15 s
+    # and the long-poll check interval is 60 s, so honouring either would hold >= 10 s.
+    cfg = BrokerConfig(
+        store_dir=tmp_path, mapped_file_size_commit_log=1 << 20, long_polling_enable=False,
+        short_polling_time_mills=100, long_polling_check_interval_ms=60_000,
+    )
     async with Broker(cfg) as b:
         c = await Connection.connect(b.address)
         try:
             await send(c, "TopicSH", b"a")
-            # the client asks for 15 s; with long polling off the broker answers after ~100 ms
-            r = await asyncio.wait_for(pull(c, "g", "TopicSH", 0, 1, suspend_ms=15_000), timeout=10)
-            assert r.code == ResponseCode.PULL_NOT_FOUND
+            task = asyncio.create_task(pull(c, "g", "TopicSH", 0, 1, suspend_ms=15_000))
+            await wait_until(task.done, timeout=3, what="short-polling pull answered without a long hold")
+            assert task.result().code == ResponseCode.PULL_NOT_FOUND
+        finally:
+            await c.close()
+
+
+async def test_broker_batch_arrival_wakes_a_pull_held_on_any_of_its_tags(tmp_path: Path) -> None:
+    from broker_testkit import send_cmd
+
+    from rocketpipe.protocol import message as pm
+
+    # the sweep runs once an hour and the hold lasts 25 s: only the arrival path can answer in time
+    cfg = BrokerConfig(store_dir=tmp_path, mapped_file_size_commit_log=1 << 20, long_polling_check_interval_ms=3_600_000)
+    async with Broker(cfg) as b:
+        c = await Connection.connect(b.address)
+        try:
+            await send(c, "TopicBT", b"x", tags="A")
+            task = asyncio.create_task(pull(c, "g", "TopicBT", 0, 1, suspend_ms=25_000, subscription="A"))
+            await wait_until(lambda: len(b.hold) == 1, timeout=5, what="pull parked")
+            batch = [pm.Message("TopicBT", b"a1", properties={"TAGS": "A"}), pm.Message("TopicBT", b"b1", properties={"TAGS": "B"})]
+            r = await c.request(send_cmd("TopicBT", pm.encode_batch(batch), code=RequestCode.SEND_BATCH_MESSAGE, batch=True, queue_id=0), TIMEOUT)
+            assert r.code == ResponseCode.SUCCESS, r.remark
+            await wait_until(task.done, timeout=5, what="held pull answered by the batch arrival")
+            resp = task.result()
+            assert resp.code == ResponseCode.SUCCESS
+            assert b"a1" in [m.body for m in records(resp)]
+            assert len(b.hold) == 0
+        finally:
+            await c.close()
+
+
+async def test_broker_parking_pulls_never_runs_the_full_sweep(tmp_path: Path) -> None:
+    cfg = BrokerConfig(store_dir=tmp_path, mapped_file_size_commit_log=1 << 20, long_polling_check_interval_ms=3_600_000)
+    async with Broker(cfg) as b:
+        sweeps = 0
+        real_sweep = b.hold.sweep
+
+        def counting_sweep(*args: object, **kw: object) -> list:
+            nonlocal sweeps
+            sweeps += 1
+            return real_sweep(*args, **kw)  # type: ignore[arg-type]
+
+        b.hold.sweep = counting_sweep  # type: ignore[method-assign]
+        c = await Connection.connect(b.address)
+        try:
+            await send(c, "TopicPK", b"x")
+            held = [asyncio.create_task(pull(c, "g", "TopicPK", 0, 1, suspend_ms=25_000)) for _ in range(20)]
+            await wait_until(lambda: len(b.hold) == 20, timeout=5, what="pulls parked")
+            # an earlier deadline re-arms the timer and is answered when due, without a sweep
+            short = await pull(c, "g", "TopicPK", 0, 1, suspend_ms=200)
+            assert short.code == ResponseCode.PULL_NOT_FOUND
+            assert sweeps == 0
+            assert len(b.hold) == 20 and not any(t.done() for t in held)
+            await send(c, "TopicPK", b"y")
+            await wait_until(lambda: all(t.done() for t in held), timeout=5, what="held pulls answered by the arrival")
+            assert all([m.body for m in records(t.result())] == [b"y"] for t in held)
         finally:
             await c.close()
 

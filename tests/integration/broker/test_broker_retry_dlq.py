@@ -78,7 +78,8 @@ async def test_broker_send_back_retries_after_the_delay_then_dead_letters(env) -
     assert dlq_topic is not None and dlq_topic.read_queue_nums == 1 and dlq_topic.perm == 6
     dead = (await _pull_one(c, "%DLQ%cg", 0))[0]
     assert dead.body == b"payload" and dead.reconsume_times == 3
-    assert pm.PROPERTY_DELAY_TIME_LEVEL not in dead.properties
+    # Java consumerSendMsgBack: msgExt.setDelayTimeLevel(0) -> the DLQ copy carries DELAY=0
+    assert dead.properties[pm.PROPERTY_DELAY_TIME_LEVEL] == "0"
 
 
 async def test_broker_send_back_default_max_is_sixteen_and_negative_level_dead_letters(env) -> None:
@@ -110,6 +111,27 @@ async def test_broker_client_send_to_retry_topic_past_max_goes_to_dlq(env) -> No
     assert r.code == ResponseCode.SUCCESS
     dead = records(await pull(c, "cg5", "%DLQ%cg5", 0, 0))
     assert [m.body for m in dead] == [b"dead"]
+    # 5.x handleRetryAndDLQ puts DELAY=-1 into the request's properties: stored at once, not scheduled
+    assert dead[0].properties[pm.PROPERTY_DELAY_TIME_LEVEL] == "-1"
+    assert broker.store.get_max_offset("SCHEDULE_TOPIC_XXXX", 4) == 1
+
+
+async def test_broker_client_send_to_retry_topic_of_a_group_holding_queue_locks_goes_to_dlq(env) -> None:
+    broker, clock, c = env
+    mq = pm.MessageQueue("TopicOrd", broker.config.broker_name, 0)
+    assert broker.locks.try_lock_batch("cgo", [mq], "client-1", clock.now_ms()) == {mq}
+    # reconsume 1 is far below the max, but the group is consuming orderly (5.x): DLQ at once
+    r = await send(c, "%RETRY%cgo", b"ordered", reconsume_times=1, max_reconsume_times=16, properties={"DELAY": "4"})
+    assert r.code == ResponseCode.SUCCESS
+    dead = records(await pull(c, "cgo", "%DLQ%cgo", 0, 0))
+    assert [m.body for m in dead] == [b"ordered"] and dead[0].properties[pm.PROPERTY_DELAY_TIME_LEVEL] == "-1"
+    assert broker.store.get_max_offset("SCHEDULE_TOPIC_XXXX", 3) == 0
+    # once every lock of the group expired (60 s without renewal) the normal rule applies again
+    clock.advance(61.0)
+    r = await send(c, "%RETRY%cgo", b"retried", reconsume_times=1, max_reconsume_times=16, properties={"DELAY": "4"})
+    assert r.code == ResponseCode.SUCCESS
+    assert broker.store.get_max_offset("SCHEDULE_TOPIC_XXXX", 3) == 1
+    assert broker.store.get_max_offset("%DLQ%cgo", 0) == 1
 
 
 async def test_broker_delayed_send_is_delivered_when_due(env) -> None:

@@ -147,3 +147,60 @@ def test_broker_queue_locks_follow_the_rebalance_lock_manager_table() -> None:
     locks.unlock_batch("g", [q0], "c1")
     assert locks.holder("g", q0, 100_000) is None
     assert locks.try_lock_batch("other", [q0], "c3", 0) == {q0}  # groups are independent
+
+
+def test_broker_hold_table_keeps_a_deadline_heap_and_expires_without_a_sweep() -> None:
+    t = PullHoldTable()
+    early, mid, late = _held(0, 10.0, ch="a"), _held(0, 20.0, ch="b"), _held(0, 30.0, ch="c")
+    for e in (late, early, mid):
+        t.park(e)
+    assert t.next_deadline() == 10.0
+    assert t.on_arrival("T", 0, 0, None, now=1.0) == []  # no growth: nothing released
+    assert t.drop_channel("a") == 1
+    assert t.next_deadline() == 20.0  # the dropped entry's heap slot is skipped
+    assert t.expire(19.9) == []
+    assert t.expire(20.0) == [mid] and len(t) == 1
+    assert t.on_arrival("T", 0, 1, None, now=21.0) == [late]
+    assert t.next_deadline() is None and t.expire(99.0) == [] and len(t) == 0
+
+
+def test_broker_hold_table_batch_arrival_matches_any_tag_of_the_batch() -> None:
+    t = PullHoldTable()
+    a, b = java_string_hash("A"), java_string_hash("B")
+    on_a = _held(0, 100.0, frozenset({a}))
+    on_c = _held(0, 100.0, frozenset({java_string_hash("C")}))
+    t.park(on_a)
+    t.park(on_c)
+    assert t.on_arrival("T", 0, 2, [a, b], now=1.0) == [on_a]  # [A, B]: A is in it
+    assert t.on_arrival("T", 0, 2, [b], now=1.0) == []
+    assert t.on_arrival("T", 0, 2, [b, None], now=1.0) == [on_c]  # an unknown code matches any filter
+
+
+def test_broker_schedule_delivery_caps_one_tick_and_reports_a_backlog() -> None:
+    fake = FakeScheduleQueue()
+    for i in range(25):
+        fake.add(0, 0, f"m{i}".encode())
+    sd = ScheduleDelivery((1000,), fake.read, fake.put, max_per_level=10)
+    assert sd.deliver_due(5000) == 10 and sd.backlog and sd.offsets == {1: 10}
+    assert sd.deliver_due(5000) == 10 and sd.backlog
+    assert sd.deliver_due(5000) == 5 and not sd.backlog and sd.offsets == {1: 25}
+    assert [d.record.body for d in fake.delivered] == [f"m{i}".encode() for i in range(25)]
+
+
+def test_broker_schedule_delivery_skips_blank_entries() -> None:
+    fake = FakeScheduleQueue()
+    for i in range(6):
+        fake.add(0, 0, f"m{i}".encode())
+    blank = {1, 2, 3}  # consume-queue entries whose records cannot be read
+
+    def read(queue_id: int, offset: int, n: int) -> tuple[list[MessageExt], int, int, int]:
+        if offset in blank:  # nothing returned, but the store says where the next readable entry is
+            return [], max(blank) + 1, 0, 6
+        recs, _next, mn, mx = fake.read(queue_id, offset, n)
+        recs = [r for r in recs if r.queue_offset not in blank][: 1]
+        return recs, (recs[-1].queue_offset + 1 if recs else offset), mn, mx
+
+    sd = ScheduleDelivery((1000,), read, fake.put)
+    assert sd.deliver_due(5000) == 3
+    assert sd.offsets == {1: 6}
+    assert [d.record.body for d in fake.delivered] == [b"m0", b"m4", b"m5"]

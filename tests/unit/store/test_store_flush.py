@@ -129,3 +129,54 @@ def test_save_json_failure_leaves_old_file(tmp_path: Path) -> None:
     with pytest.raises(TypeError):
         save_json(p, {"bad": object()})
     assert load_json(p) == {"ok": True}
+
+
+def test_save_json_concurrent_saves_of_one_file_do_not_share_a_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    p = tmp_path / "topics.json"
+    save_json(p, {"v": 0})
+    barrier = threading.Barrier(2, timeout=10)
+    local = threading.local()
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        real_fsync(fd)
+        if not getattr(local, "synced", False):  # the first fsync of a save is its temp file's
+            local.synced = True
+            barrier.wait()  # both saves have written their temp file before either renames it
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    errors: list[BaseException] = []
+
+    def run(v: int) -> None:
+        try:
+            save_json(p, {"v": v})
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(v,)) for v in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert load_json(p) in ({"v": 1}, {"v": 2})
+    assert list(tmp_path.glob("*.tmp")) == []
+
+
+def test_save_json_failed_write_leaves_no_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    p = tmp_path / "consumerOffset.json"
+    save_json(p, {"ok": True})
+
+    def failing_fsync(fd: int) -> None:
+        raise OSError(5, "EIO")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(OSError):
+        save_json(p, {"new": True})
+    monkeypatch.undo()
+    assert load_json(p) == {"ok": True}
+    assert list(tmp_path.glob("*.tmp")) == []

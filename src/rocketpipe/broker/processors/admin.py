@@ -144,7 +144,7 @@ class AdminProcessor:
             tc = b.topics.get(topic)
             if tc is None:
                 continue
-            for q in range(tc.write_queue_nums):
+            for q in range(tc.read_queue_nums):  # AdminBrokerProcessor.getConsumeStats: readQueueNums
                 broker_offset = b.store.get_max_offset(topic, q)
                 consumer_offset = max(0, b.offsets.query(group, topic, q))
                 last = b.store.get_store_timestamp(topic, q, consumer_offset - 1) if consumer_offset > 0 else 0

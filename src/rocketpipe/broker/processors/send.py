@@ -298,21 +298,30 @@ class SendProcessor:
     def _retry_redirect(
         self, cmd: RemotingCommand, topic: str, props: dict[str, str], reconsume: int, header_max: int | None
     ) -> RemotingCommand | tuple[str, int] | None:
-        """``handleRetryAndDLQ``: a client send into ``%RETRY%<group>`` past its max goes to the DLQ."""
+        """``handleRetryAndDLQ`` (5.x): a client send into ``%RETRY%<group>`` goes to the DLQ when
+        past its max, or at once while the group holds any unexpired orderly queue lock here.
+
+        The DLQ copy is stored with ``DELAY=-1`` (Java puts it into the request's property map,
+        which replaces the message's own delay level), so it is stored at once, not scheduled.
+        """
         b = self.broker
         group = retry.group_of_retry_topic(topic)
         gcfg = b.groups_config.find(group)
         if gcfg is None:
             return error(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}")
         max_times = retry.max_reconsume_times(header_max, gcfg.retry_max_times, cmd.version)
-        if not retry.retry_send_goes_to_dlq(reconsume, max_times):
+        now = b.clock.now_ms()
+        orderly = not b.locks.is_lock_all_expired(group, now)
+        if not (retry.retry_send_goes_to_dlq(reconsume, max_times) or orderly):
             return None
+        if orderly:
+            log.info("group %s holds unexpired queue locks (orderly): retry message to DLQ at once, reconsume=%d", group, reconsume)
         dlq = retry.dlq_topic(group)
         rw = sf.PERM_READ | sf.PERM_WRITE
         if b.topics.get(dlq) is None:
-            b.topics.create_if_missing(dlq, retry.DLQ_NUMS_PER_GROUP, rw, 0, b.clock.now_ms())
+            b.topics.create_if_missing(dlq, retry.DLQ_NUMS_PER_GROUP, rw, 0, now)
             b.topics_changed()
-        props.pop(pm.PROPERTY_DELAY_TIME_LEVEL, None)
+        props[pm.PROPERTY_DELAY_TIME_LEVEL] = "-1"
         return dlq, 0
 
     def _build_batch(
@@ -413,10 +422,8 @@ class SendProcessor:
         props: dict[str, Any] = dict(record.properties)
         props.setdefault(pm.PROPERTY_RETRY_TOPIC, record.topic)
         props[pm.PROPERTY_WAIT_STORE_MSG_OK] = "false"
-        if decision.is_dlq:
-            props.pop(pm.PROPERTY_DELAY_TIME_LEVEL, None)
-        else:
-            props[pm.PROPERTY_DELAY_TIME_LEVEL] = str(decision.delay_level)
+        # Java: msgExt.setDelayTimeLevel(0) on the DLQ path, i.e. the copy carries DELAY=0 (4.9.8 and 5.x)
+        props[pm.PROPERTY_DELAY_TIME_LEVEL] = "0" if decision.is_dlq else str(decision.delay_level)
         if not props.get(pm.PROPERTY_ORIGIN_MESSAGE_ID):
             props[pm.PROPERTY_ORIGIN_MESSAGE_ID] = record.offset_msg_id
         inner = MessageInner(
