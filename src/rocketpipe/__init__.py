@@ -12,6 +12,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _CLIENT_NAMES = (
+    "ConsumeMessageHook",
+    "ConsumeMessageContext",
+    "MessageListenerOrderly",
+    "ConsumeOrderlyStatus",
+    "ConsumeOrderlyContext",
+    "LocalOffsetStore",
     "SimpleConsumer",
     "ReceivedMessage",
     "ConsumeInitMode",
@@ -45,6 +51,12 @@ _ERROR_NAMES = (
 )
 
 __all__ = [
+    "ConsumeMessageHook",
+    "ConsumeMessageContext",
+    "MessageListenerOrderly",
+    "ConsumeOrderlyStatus",
+    "ConsumeOrderlyContext",
+    "LocalOffsetStore",
     "SimpleConsumer",
     "ReceivedMessage",
     "ConsumeInitMode",
@@ -77,6 +89,12 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .client import (
+        ConsumeMessageHook,
+        ConsumeMessageContext,
+        MessageListenerOrderly,
+        ConsumeOrderlyStatus,
+        ConsumeOrderlyContext,
+        LocalOffsetStore,
         SimpleConsumer,
         ReceivedMessage,
         ConsumeInitMode,

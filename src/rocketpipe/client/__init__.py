@@ -28,7 +28,19 @@ from __future__ import annotations
 from ..protocol.message import Message, MessageExt, MessageQueue
 from .admin import Admin
 from .config import ClientConfig
-from .consumer.allocate import allocate_averagely, allocate_averagely_by_circle
+from .consumer.allocate import (
+    allocate_averagely,
+    allocate_averagely_by_circle,
+    allocate_consistent_hash,
+    by_config_strategy,
+    by_machine_room_strategy,
+    consistent_hash_strategy,
+    machine_room_nearby_strategy,
+)
+from .consumer.local_offsets import LocalOffsetStore
+from .consumer.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus, MessageListenerOrderly
+from .consumer.push_controls import ConsumeMessageContext, ConsumeMessageHook
+from .inbound import CMResult, ConsumeMessageDirectlyResult
 from .consumer.lite_pull import LitePullConsumer
 from .consumer.lite_pull_sync import SyncLitePullConsumer
 from .consumer.simple import ConsumeInitMode, ReceivedMessage, SimpleConsumer
@@ -41,29 +53,42 @@ from .runtime import ClientRuntime
 from .sync import SyncAdmin, SyncProducer
 
 __all__ = [
-    "SimpleConsumer",
-    "ReceivedMessage",
-    "ConsumeInitMode",
-    "SyncLitePullConsumer",
-    "LitePullConsumer",
     "Admin",
+    "CMResult",
     "ClientConfig",
     "ClientRuntime",
     "ConsumeConcurrentlyContext",
     "ConsumeConcurrentlyStatus",
     "ConsumeFromWhere",
+    "ConsumeInitMode",
+    "ConsumeMessageContext",
+    "ConsumeMessageDirectlyResult",
+    "ConsumeMessageHook",
+    "ConsumeOrderlyContext",
+    "ConsumeOrderlyStatus",
+    "LitePullConsumer",
+    "LocalOffsetStore",
     "Message",
     "MessageExt",
+    "MessageListenerOrderly",
     "MessageModel",
     "MessageQueue",
     "Producer",
     "PullRaw",
     "PullStatus",
     "PushConsumer",
+    "ReceivedMessage",
     "SendResult",
     "SendStatus",
+    "SimpleConsumer",
     "SyncAdmin",
+    "SyncLitePullConsumer",
     "SyncProducer",
     "allocate_averagely",
     "allocate_averagely_by_circle",
+    "allocate_consistent_hash",
+    "by_config_strategy",
+    "by_machine_room_strategy",
+    "consistent_hash_strategy",
+    "machine_room_nearby_strategy",
 ]

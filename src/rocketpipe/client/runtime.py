@@ -182,6 +182,10 @@ class ClientRuntime:
         """Remove a consumer group."""
         self._consumers.pop(group, None)
 
+    def find_consumer(self, group: str) -> ConsumerMember | None:
+        """Return the consumer registered for ``group`` (inbound broker requests), or None."""
+        return self._consumers.get(group)
+
     def add_route_topic(self, topic: str) -> None:
         """Keep ``topic``'s route refreshed by the periodic task."""
         self._route_topics.add(topic)

@@ -29,7 +29,7 @@ import socket
 import struct
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -365,10 +365,10 @@ def _broker_conf(version: str, home: Path, namesrv_addr: str, port: int, extra: 
     return "".join(f"{k}={v}\n" for k, v in conf.items())
 
 
-def _wait(what: str, proc: JavaProcess, ready: object, deadline: float) -> None:
+def _wait(what: str, proc: JavaProcess, ready: Callable[[], bool], deadline: float) -> None:
     while True:
         try:
-            if ready():  # type: ignore[operator]
+            if ready():
                 return
         except OSError:
             pass

@@ -80,6 +80,11 @@ class AdminProcessor:
         )
         if b.topics.put(tc, b.clock.now_ms()):
             b.topics_changed()
+            if b.config.namesrv_addrs:
+                # Java registers the new topic with the name servers before answering
+                # (AdminBrokerProcessor.updateAndCreateTopic -> registerIncrementBrokerData), so a
+                # route lookup right after the reply finds it.
+                await b.register_broker_all()
         return cmd.response(ResponseCode.SUCCESS)
 
     async def delete_topic(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:

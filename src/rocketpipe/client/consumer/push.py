@@ -13,13 +13,15 @@ consumed, persist every offset, UNREGISTER_CLIENT, close the runtime.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 from datetime import datetime
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ...clock import SYSTEM_CLOCK, Clock
 from ...errors import ClientClosedError, InvalidArgumentError, RocketMQError, TopicNotExistError
+from ...protocol.bodies.consumer import ConsumerRunningInfo
 from ...protocol.bodies.heartbeat import ConsumerData, SubscriptionData
 from ...protocol.message import (
     PROPERTY_CONSUME_START_TIMESTAMP,
@@ -37,12 +39,24 @@ from .. import rpc
 from .._tasks import TaskOwner, periodic
 from ..config import ClientConfig
 from ..routing import MASTER_ID, subscribe_queues
+from ..inbound import ConsumeMessageDirectlyResult, consume_directly, install_consumer_handlers
 from ..runtime import CLIENT_INNER_PRODUCER_GROUP, ClientRuntime
 from .allocate import AllocateStrategy, allocate_averagely
 from .concurrent import ConcurrentDispatcher
 from .listener import ConsumeConcurrentlyContext, MessageListenerConcurrently, MessageModel
+from .local_offsets import LocalOffsetStore, NoCommitOffsetView
 from .offsets import ConsumeFromWhere, ReadOffsetType, RemoteOffsetStore, compute_pull_from_where, default_consume_timestamp
+from .orderly import (
+    REBALANCE_LOCK_INTERVAL,
+    UNLOCK_WAIT_CONSUME,
+    MessageListenerOrderly,
+    OrderlyDispatcher,
+    OrderlyProcessQueue,
+    OrderlyPullLoop,
+    QueueLocker,
+)
 from .process_queue import FlowControlLimits, ProcessQueue
+from .push_controls import ConsumeMessageHook, ControlledPullLoop, PushControls, wrap_listener_with_hooks
 from .pull import PullLoop, PullRequest, PullSettings
 from .rebalance import plan_rebalance
 from .retry import default_delay_level, effective_max_reconsume_times, retry_topic
@@ -63,7 +77,7 @@ CLEAN_EXPIRED_MAX: Final = 16
 
 
 class PushConsumer:
-    """Asynchronous push consumer (CLUSTERING, concurrent listener).
+    """Asynchronous push consumer (CLUSTERING or BROADCASTING; concurrent or orderly listener).
 
     Usage::
 
@@ -78,7 +92,9 @@ class PushConsumer:
         namesrv_addr: ``;``-separated name servers (or ``config`` / ``runtime``).
         config: client settings.
         runtime: share a runtime (not closed by this consumer).
-        message_model: only ``CLUSTERING`` is implemented.
+        message_model: ``CLUSTERING`` (queues shared by the group, offsets on the broker,
+            failures sent back) or ``BROADCASTING`` (every consumer gets every queue, offsets
+            in a local file, failures dropped with a log line, no retry topic).
         consume_from_where: start position of a group without offsets. Mirrors
             ``DefaultMQPushConsumer.consumeFromWhere`` (CONSUME_FROM_LAST_OFFSET).
         consume_timestamp: ``yyyyMMddHHmmss`` local time for CONSUME_FROM_TIMESTAMP. Mirrors
@@ -108,9 +124,19 @@ class PushConsumer:
             (delay level 3) and released, checked every ``consume_timeout``. Mirrors
             ``DefaultMQPushConsumer.consumeTimeout`` (15 min).
         clock: wall clock.
+        suspend_current_queue_time_millis: orderly: wait before a suspended batch is retried
+            (``DefaultMQPushConsumer.suspendCurrentQueueTimeMillis``, 1 000 ms; [10, 30 000]).
+        lock_renew_interval: orderly CLUSTERING: seconds between ``lockAll`` renewals
+            (``rocketmq.client.rebalance.lockInterval``, 20 s).
+        offset_store_dir: BROADCASTING: root of the local offset files
+            (``rocketmq.client.localOffsetStoreDir``, ``~/.rocketmq_offsets``).
+        pull_threshold_for_topic: cached messages per topic, split over its held queues; −1
+            off (``pullThresholdForTopic``).
+        pull_threshold_size_for_topic: cached MiB per topic, split likewise; −1 off
+            (``pullThresholdSizeForTopic``).
 
     Raises:
-        InvalidArgumentError: bad group or settings, BROADCASTING, no name server.
+        InvalidArgumentError: bad group or settings, no name server.
     """
 
     def __init__(
@@ -138,13 +164,20 @@ class PushConsumer:
         rebalance_interval: float = REBALANCE_INTERVAL,
         consume_timeout: float = CONSUME_TIMEOUT,
         clock: Clock = SYSTEM_CLOCK,
+        suspend_current_queue_time_millis: int = 1000,
+        lock_renew_interval: float = REBALANCE_LOCK_INTERVAL,
+        offset_store_dir: str | None = None,
+        pull_threshold_for_topic: int = -1,
+        pull_threshold_size_for_topic: int = -1,
     ) -> None:
         if not consumer_group or consumer_group == "DEFAULT_CONSUMER":
             raise InvalidArgumentError("consumer_group must be set (and not DEFAULT_CONSUMER)")
         if len(consumer_group) > 255:
             raise InvalidArgumentError("consumer_group is longer than 255 characters")
-        if message_model is not MessageModel.CLUSTERING:
-            raise InvalidArgumentError("PushConsumer implements CLUSTERING only")
+        if not isinstance(message_model, MessageModel):
+            raise InvalidArgumentError("message_model must be a MessageModel")
+        if not 10 <= suspend_current_queue_time_millis <= 30_000:
+            raise InvalidArgumentError("suspend_current_queue_time_millis must be in [10, 30000]")
         if not 1 <= consume_thread_max <= 1000:
             raise InvalidArgumentError("consume_thread_max must be in [1, 1000]")
         if not 1 <= consume_message_batch_max_size <= 1024:
@@ -174,6 +207,10 @@ class PushConsumer:
         self.max_reconsume_times = max_reconsume_times
         self.rebalance_interval = rebalance_interval
         self.consume_timeout = consume_timeout
+        self.suspend_current_queue_time_millis = suspend_current_queue_time_millis
+        self.lock_renew_interval = lock_renew_interval
+        self.offset_store_dir = offset_store_dir
+        self.orderly = False
         self._runtime = runtime
         self._clock = clock
         self._settings = PullSettings(
@@ -186,13 +223,26 @@ class PushConsumer:
             limits=FlowControlLimits(pull_threshold_for_queue, pull_threshold_size_for_queue, consume_concurrently_max_span),
         )
         self._subscriptions: dict[str, SubscriptionData] = {}
-        self._listener: MessageListenerConcurrently | None = None
+        self._listener: MessageListenerConcurrently | MessageListenerOrderly | None = None
         self._queues: dict[MessageQueue, PullRequest] = {}
-        self._offset_store = RemoteOffsetStore(self._query_offset, self._commit_offset)
+        self._offset_store: RemoteOffsetStore | LocalOffsetStore
+        if message_model is MessageModel.BROADCASTING:
+            self._offset_store = LocalOffsetStore(runtime.client_id, consumer_group, offset_store_dir)
+        else:
+            self._offset_store = RemoteOffsetStore(self._query_offset, self._commit_offset)
+        self._locker = QueueLocker(runtime, consumer_group)
+        self._controls = PushControls(
+            pull_threshold_for_topic=pull_threshold_for_topic,
+            pull_threshold_size_for_topic=pull_threshold_size_for_topic,
+            queues_of_topic=lambda t: sum(1 for mq, r in self._queues.items() if mq.topic == t and not r.pq.dropped),
+        )
+        self._hooks: list[ConsumeMessageHook] = []
         self._tasks = TaskOwner(f"consumer[{consumer_group}]")
         self._rebalance_wake = asyncio.Event()
+        self._rebalance_mutex = asyncio.Lock()
+        self._start_ms = 0
         self._sub_changed = False
-        self._dispatcher: ConcurrentDispatcher | None = None
+        self._dispatcher: ConcurrentDispatcher | OrderlyDispatcher | None = None
         self._pull_loop: PullLoop | None = None
         self._inner_producer: Producer | None = None
         self._control_tasks: list[asyncio.Task[None]] = []
@@ -232,14 +282,22 @@ class PushConsumer:
         if self._subscriptions.pop(topic, None) is not None:
             self._on_subscription_changed()
 
-    def register_message_listener(self, listener: MessageListenerConcurrently) -> MessageListenerConcurrently:
-        """Set the concurrent listener (``async def`` or plain function); usable as a decorator.
+    def register_message_listener(self, listener: Any, *, orderly: bool | None = None) -> Any:
+        """Set the listener (``async def`` or plain function); usable as a decorator.
+
+        A concurrent listener gets ``(msgs, ConsumeConcurrentlyContext)`` and returns a
+        ``ConsumeConcurrentlyStatus``. An orderly listener — a :class:`MessageListenerOrderly`
+        or any function registered with ``orderly=True`` — gets ``(msgs,
+        ConsumeOrderlyContext)`` and returns a ``ConsumeOrderlyStatus``; its queues are locked
+        on the broker and consumed one batch at a time in offset order
+        (:mod:`rocketpipe.client.consumer.orderly`).
 
         Raises:
             InvalidArgumentError: called after start.
         """
         if self._started:
             raise InvalidArgumentError("register the listener before start()")
+        self.orderly = isinstance(listener, MessageListenerOrderly) if orderly is None else orderly
         self._listener = listener
         return listener
 
@@ -255,6 +313,45 @@ class PushConsumer:
     def committed_offsets(self) -> dict[MessageQueue, int]:
         """Return the in-memory "next offset to consume" per queue."""
         return self._offset_store.snapshot()
+
+    # ------------------------------------------------------------------ controls
+
+    def suspend(self) -> None:
+        """Pause pulling (``DefaultMQPushConsumer.suspend``); cached batches still complete."""
+        self._controls.paused = True
+
+    def resume(self) -> None:
+        """Resume pulling after :meth:`suspend` (``resume``); pulls restart within 1 s."""
+        self._controls.paused = False
+
+    @property
+    def paused(self) -> bool:
+        """True between :meth:`suspend` and :meth:`resume`."""
+        return self._controls.paused
+
+    @property
+    def controls(self) -> PushControls:
+        """The live controls (pause flag, per-topic limits, flow-control counter)."""
+        return self._controls
+
+    def register_consume_message_hook(self, hook: ConsumeMessageHook) -> None:
+        """Add a hook run before / after every listener call (``registerConsumeMessageHook``).
+
+        Raises:
+            InvalidArgumentError: called after start.
+        """
+        if self._started:
+            raise InvalidArgumentError("register hooks before start()")
+        self._hooks.append(hook)
+
+    @property
+    def clustering(self) -> bool:
+        """True in CLUSTERING mode (queues shared by the group)."""
+        return self.message_model is MessageModel.CLUSTERING
+
+    def locked_queues(self) -> list[MessageQueue]:
+        """Return the held queues whose broker lock this client holds (orderly mode; sorted)."""
+        return sorted(mq for mq, r in self._queues.items() if isinstance(r.pq, OrderlyProcessQueue) and r.pq.locked and not r.pq.dropped)
 
     def _on_subscription_changed(self) -> None:
         if self._started:
@@ -280,26 +377,60 @@ class PushConsumer:
             raise InvalidArgumentError("register_message_listener() before start()")
         if not self._subscriptions:
             raise InvalidArgumentError("subscribe() to at least one topic before start()")
-        self._subscriptions[retry_topic(self.group)] = SubscriptionData.build(retry_topic(self.group), "*", sub_version=self._clock.now_ms())
+        if self.clustering:
+            self._subscriptions[retry_topic(self.group)] = SubscriptionData.build(retry_topic(self.group), "*", sub_version=self._clock.now_ms())
         self._started = True
         rt = self._runtime
         rt.register_consumer(self)
+        install_consumer_handlers(rt)
+        self._start_ms = self._clock.now_ms()
         await rt.start()
         await self._tasks.start()
-        self._dispatcher = ConcurrentDispatcher(
-            self.group,
-            self._listener,
-            self._offset_store,
-            self._send_message_back,
-            self._tasks,
-            consume_thread_max=self.consume_thread_max,
-            consume_message_batch_max_size=self.consume_message_batch_max_size,
-            now_ms=self._clock.now_ms,
-        )
+        pull_store: Any = self._offset_store
+        if isinstance(self._offset_store, LocalOffsetStore):
+            await asyncio.to_thread(self._offset_store.load)
+            pull_store = NoCommitOffsetView(self._offset_store)
+        listener = wrap_listener_with_hooks(self._listener, self._hooks, self.group, orderly=self.orderly)
+        if self.orderly:
+            self._dispatcher = OrderlyDispatcher(
+                self.group,
+                listener,
+                lambda mq, off: self._offset_store.update_offset(mq, off, increase_only=False),
+                self._send_back_orderly,
+                self._lock_one if self.clustering else None,
+                self._tasks,
+                consume_thread_max=self.consume_thread_max,
+                consume_message_batch_max_size=self.consume_message_batch_max_size,
+                suspend_current_queue_time_millis=self.suspend_current_queue_time_millis,
+                max_reconsume_times=self.max_reconsume_times,
+                now_ms=self._clock.now_ms,
+            )
+            # Java skips the span check for orderly consumers.
+            lim = self._settings.limits
+            settings = dataclasses.replace(
+                self._settings,
+                limits=FlowControlLimits(lim.pull_threshold_for_queue, lim.pull_threshold_size_for_queue, 2**62),
+            )
+            self._pull_loop = OrderlyPullLoop(
+                rt, self.group, settings, self._subscriptions.get, pull_store, self._dispatcher, self._after_offset_illegal,
+                read_start_offset=self._compute_start_offset, clustering=self.clustering, controls=self._controls,
+            )
+        else:
+            self._dispatcher = ConcurrentDispatcher(
+                self.group,
+                listener,
+                self._offset_store,  # type: ignore[arg-type]
+                self._send_message_back,
+                self._tasks,
+                consume_thread_max=self.consume_thread_max,
+                consume_message_batch_max_size=self.consume_message_batch_max_size,
+                now_ms=self._clock.now_ms,
+            )
+            self._pull_loop = ControlledPullLoop(
+                rt, self.group, self._settings, self._subscriptions.get, pull_store, self._dispatcher, self._after_offset_illegal,
+                controls=self._controls,
+            )
         self._dispatcher.start()
-        self._pull_loop = PullLoop(
-            rt, self.group, self._settings, self._subscriptions.get, self._offset_store, self._dispatcher, self._after_offset_illegal
-        )
         await self._refresh_routes()
         await rt.send_heartbeat_to_all_brokers()
         await self.rebalance()
@@ -310,6 +441,13 @@ class PushConsumer:
                 "clean-expired",
             ),
         ]
+        if self.orderly and self.clustering:
+            self._control_tasks.append(
+                self._tasks.spawn(
+                    periodic("lock-all", self.lock_renew_interval, self._lock_all, initial_delay=min(1.0, self.lock_renew_interval)),
+                    "lock-all",
+                )
+            )
 
     async def close(self) -> None:
         """Shut down cleanly; idempotent.
@@ -341,6 +479,8 @@ class PushConsumer:
                 log.warning("persist offset at shutdown failed group=%s mq=%s err=%s", self.group, mq, exc)
         for req in self._queues.values():
             req.pq.dropped = True
+        if self.orderly and self.clustering and (held or self._locker.maybe_held):
+            await self._locker.unlock(set(held) | self._locker.maybe_held)
         self._queues.clear()
         await self._tasks.close()
         self._runtime.unregister_consumer(self.group)
@@ -389,6 +529,8 @@ class PushConsumer:
         message started consuming more than ``consume_timeout`` ago, send it back and drop it
         from the cache (a late result of the listener for it is then ignored).
         """
+        if self.orderly:
+            return  # Java: cleanExpireMsg does nothing for orderly consumers
         limit_ms = int(self.consume_timeout * 1000)
         for req in list(self._queues.values()):
             for _ in range(CLEAN_EXPIRED_MAX):
@@ -402,6 +544,124 @@ class PushConsumer:
                 if not await self.send_message_back(m, 3):
                     break
                 req.pq.remove_messages([m])
+
+    # ------------------------------------------------------------------ broker -> client requests
+
+    async def reset_offset(self, topic: str, offset_table: dict[MessageQueue, int]) -> None:
+        """Move the consume offsets of held queues of ``topic`` (RESET_CONSUMER_CLIENT_OFFSET).
+
+        Mirrors ``MQClientInstance.resetOffset``: the affected process queues are dropped (the
+        batch in flight of an orderly queue is awaited), the new offsets are stored and
+        persisted, and the next rebalance — started at once — pulls from them. Queues of the
+        table this consumer does not hold are left to their owners.
+        """
+        targets = {mq: off for mq, off in offset_table.items() if mq.topic == topic}
+        async with self._rebalance_mutex:
+            changed: list[MessageQueue] = []
+            for mq, off in sorted(targets.items()):
+                req = self._queues.get(mq)
+                if req is None:
+                    continue
+                await self._drop_queue(mq)
+                if isinstance(req.pq, OrderlyProcessQueue):
+                    async with req.pq.consume_lock:  # after the batch in flight and the drop
+                        pass
+                req.pq.clear()
+                self._offset_store.update_offset(mq, off, increase_only=False)
+                try:
+                    await self._offset_store.persist(mq, oneway=False)
+                except RocketMQError as exc:
+                    log.warning("persist reset offset failed group=%s mq=%s err=%s", self.group, mq, exc)
+                self._offset_store.remove(mq)
+                changed.append(mq)
+            log.info("reset offsets group=%s topic=%s queues=%s", self.group, topic, changed)
+        self._rebalance_wake.set()
+
+    def running_info(self) -> ConsumerRunningInfo:
+        """Return the ``ConsumerRunningInfo`` of GET_CONSUMER_RUNNING_INFO.
+
+        Mirrors ``DefaultMQPushConsumerImpl.consumerRunningInfo``: settings as properties (Java
+        field names) plus ``PROP_CONSUMEORDERLY``, ``PROP_THREADPOOL_CORE_SIZE``,
+        ``PROP_CONSUMER_START_TIMESTAMP`` and ``PROP_CONSUME_TYPE``; the subscriptions; one
+        ``ProcessQueueInfo`` per held queue; a ``ConsumeStatus`` per subscribed topic.
+        """
+        s = self._settings
+        cfg = self._runtime.config
+        props = {
+            "consumerGroup": self.group,
+            "messageModel": self.message_model.value,
+            "consumeFromWhere": self.consume_from_where.value,
+            "consumeTimestamp": self.consume_timestamp,
+            "consumeThreadMin": str(self.consume_thread_max),
+            "consumeThreadMax": str(self.consume_thread_max),
+            "consumeMessageBatchMaxSize": str(self.consume_message_batch_max_size),
+            "pullBatchSize": str(s.pull_batch_size),
+            "pullInterval": str(int(s.pull_interval * 1000)),
+            "pullThresholdForQueue": str(s.limits.pull_threshold_for_queue),
+            "pullThresholdSizeForQueue": str(s.limits.pull_threshold_size_for_queue),
+            "consumeConcurrentlyMaxSpan": str(s.limits.consume_concurrently_max_span),
+            "maxReconsumeTimes": str(self.max_reconsume_times),
+            "suspendCurrentQueueTimeMillis": str(self.suspend_current_queue_time_millis),
+            "consumeTimeout": str(int(self.consume_timeout // 60)),
+            "postSubscriptionWhenPull": str(s.post_subscription_when_pull).lower(),
+            "allocateMessageQueueStrategy": getattr(self.allocate_strategy, "__name__", repr(self.allocate_strategy)),
+            "namesrvAddr": cfg.namesrv_addr,
+            "clientIP": cfg.client_ip,
+            "instanceName": cfg.instance_name,
+            "unitMode": "false",
+            "PROP_CONSUMEORDERLY": str(self.orderly).lower(),
+            "PROP_THREADPOOL_CORE_SIZE": str(self.consume_thread_max),
+            "PROP_CONSUMER_START_TIMESTAMP": str(self._start_ms),
+            "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
+        }
+        loop_now = asyncio.get_running_loop().time()
+        now_ms = self._clock.now_ms()
+
+        def wall(t: float) -> int:
+            return int(now_ms - (loop_now - t) * 1000)
+
+        mq_table: dict[MessageQueue, dict[str, Any]] = {}
+        for mq, req in sorted(self._queues.items()):
+            pq = req.pq
+            first = pq.first_offset()
+            orderly_pq = pq if isinstance(pq, OrderlyProcessQueue) else None
+            mq_table[mq] = {
+                "cachedMsgCount": pq.msg_count,
+                "cachedMsgMaxOffset": pq.queue_offset_max if pq.msg_count else 0,
+                "cachedMsgMinOffset": first if first is not None else 0,
+                "cachedMsgSizeInMiB": pq.msg_size // (1024 * 1024),
+                "commitOffset": self._offset_store.read_memory(mq),
+                "droped": pq.dropped,
+                "lastConsumeTimestamp": wall(pq.last_consume_time),
+                "lastLockTimestamp": wall(orderly_pq.last_lock_time) if orderly_pq else 0,
+                "lastPullTimestamp": wall(pq.last_pull_time),
+                "locked": bool(orderly_pq and orderly_pq.locked),
+                "transactionMsgCount": 0,
+                "transactionMsgMaxOffset": 0,
+                "transactionMsgMinOffset": 0,
+                "tryUnlockTimes": orderly_pq.try_unlock_times if orderly_pq else 0,
+            }
+        failed = self._dispatcher.consumed_failed if self._dispatcher is not None else 0
+        status = {
+            t: {"consumeFailedMsgs": failed, "consumeFailedTPS": 0.0, "consumeOKTPS": 0.0, "consumeRT": 0.0, "pullRT": 0.0, "pullTPS": 0.0}
+            for t in sorted(self._subscriptions)
+        }
+        return ConsumerRunningInfo(
+            properties=props, subscription_set=list(self._subscriptions.values()), mq_table=mq_table, status_table=status
+        )
+
+    async def consume_message_directly(self, msg: MessageExt, broker_name: str | None) -> ConsumeMessageDirectlyResult:
+        """Give one message to the listener outside the normal flow (CONSUME_MESSAGE_DIRECTLY).
+
+        No offset moves and nothing is sent back, as in Java's ``consumeMessageDirectly``.
+        """
+        if broker_name:
+            msg.broker_name = broker_name
+        from .retry import restore_retry_topic
+
+        restore_retry_topic(msg, self.group)
+        mq = MessageQueue(msg.topic, msg.broker_name or broker_name or "", msg.queue_id)
+        return await consume_directly(self._listener, self.orderly, msg, mq)
 
     # ------------------------------------------------------------------ rebalance
 
@@ -433,6 +693,10 @@ class PushConsumer:
         """Run one rebalance round over every subscribed topic (``doRebalance``)."""
         if self._closed:
             return
+        async with self._rebalance_mutex:
+            await self._rebalance_round()
+
+    async def _rebalance_round(self) -> None:
         self.rebalance_count += 1
         if self._sub_changed:
             self._sub_changed = False
@@ -457,32 +721,45 @@ class PushConsumer:
                 return
         mq_all = subscribe_queues(topic, route)
         addrs = sorted({a for bd in route.broker_datas for bid, a in bd.broker_addrs.items() if int(bid) == MASTER_ID})
-        if not mq_all or not addrs:
+        if not mq_all:
             return
-        cids = await rpc.get_consumer_id_list(rt.pool, random.choice(addrs), self.group, rt.config.request_timeout)
-        if not cids:
-            return
-        allocated = self.allocate_strategy(self.group, rt.client_id, sorted(mq_all), sorted(cids))
+        if self.clustering:
+            if not addrs:
+                return
+            cids = await rpc.get_consumer_id_list(rt.pool, random.choice(addrs), self.group, rt.config.request_timeout)
+            if not cids:
+                return
+            allocated = self.allocate_strategy(self.group, rt.client_id, sorted(mq_all), sorted(cids))
+        else:
+            allocated = sorted(mq_all)  # BROADCASTING: every queue (RebalanceImpl.rebalanceByTopic)
         loop = asyncio.get_running_loop()
         plan = plan_rebalance(topic, {mq: r.pq for mq, r in self._queues.items()}, allocated, loop.time())
         for mq in plan.to_drop:
             await self._drop_queue(mq)
+        to_add = plan.to_add
+        if self.orderly and self.clustering and to_add:
+            granted = await self._locker.lock(to_add)
+            refused = [mq for mq in to_add if mq not in granted]
+            if refused:
+                log.info("rebalance: lock refused, retry soon group=%s mqs=%s", self.group, refused)
+                self._rebalance_later(0.5)
+            to_add = [mq for mq in to_add if mq in granted]
         new: list[PullRequest] = []
-        for mq in plan.to_add:
+        for mq in to_add:
             self._offset_store.remove(mq)
-            offset = await compute_pull_from_where(
-                self.consume_from_where,
-                mq,
-                read_store_offset=lambda q: self._offset_store.read_offset(q, ReadOffsetType.READ_FROM_STORE),
-                max_offset=self._max_offset,
-                search_offset=self._search_offset,
-                consume_timestamp=self.consume_timestamp,
-            )
+            offset = await self._compute_start_offset(mq)
             if offset < 0:
                 log.warning("rebalance: no start offset, skipped group=%s mq=%s", self.group, mq)
                 continue
             log.info("rebalance: add queue group=%s mq=%s offset=%d", self.group, mq, offset)
-            new.append(PullRequest(mq=mq, pq=ProcessQueue(loop.time()), next_offset=offset))
+            pq: ProcessQueue
+            if self.orderly:
+                pq = OrderlyProcessQueue(loop.time())
+                if self.clustering:
+                    pq.mark_locked(loop.time())  # granted just above
+            else:
+                pq = ProcessQueue(loop.time())
+            new.append(PullRequest(mq=mq, pq=pq, next_offset=offset))
         if plan.to_drop or new:
             sub = self._subscriptions.get(topic)
             if sub is not None:
@@ -495,6 +772,51 @@ class PushConsumer:
             self._queues[req.mq] = req
             req.task = self._tasks.spawn(self._pull_loop.run(req), f"pull-{req.mq.topic}-{req.mq.broker_name}-{req.mq.queue_id}")
 
+    async def _compute_start_offset(self, mq: MessageQueue) -> int:
+        """``computePullFromWhere`` of one queue (offset read from the store); −1: not now."""
+        return await compute_pull_from_where(
+            self.consume_from_where,
+            mq,
+            read_store_offset=lambda q: self._offset_store.read_offset(q, ReadOffsetType.READ_FROM_STORE),
+            max_offset=self._max_offset,
+            search_offset=self._search_offset,
+            consume_timestamp=self.consume_timestamp,
+        )
+
+    def _rebalance_later(self, delay: float) -> None:
+        async def later() -> None:
+            await asyncio.sleep(delay)
+            self._rebalance_wake.set()
+
+        if not self._closed:
+            self._tasks.spawn(later(), "rebalance-later")
+
+    async def _lock_one(self, mq: MessageQueue) -> bool:
+        """``lockOneMQ`` for a queue the consume service found unlocked."""
+        ok = mq in await self._locker.lock([mq])
+        req = self._queues.get(mq)
+        if ok and req is not None and isinstance(req.pq, OrderlyProcessQueue):
+            req.pq.mark_locked(asyncio.get_running_loop().time())
+        return ok
+
+    async def _lock_all(self) -> None:
+        """Renew every held lock (``lockAll``, every ``lock_renew_interval``)."""
+        held = {mq: r.pq for mq, r in self._queues.items() if isinstance(r.pq, OrderlyProcessQueue)}
+        if held:
+            await self._locker.lock_all(held, asyncio.get_running_loop().time)
+
+    async def _finish_orderly_drop(self, mq: MessageQueue, pq: OrderlyProcessQueue) -> None:
+        """After the batch in flight: persist the offset, forget it, then UNLOCK_BATCH_MQ."""
+        async with pq.consume_lock:
+            try:
+                await self._offset_store.persist(mq, oneway=False)
+            except RocketMQError as exc:
+                log.warning("persist offset of dropped queue failed group=%s mq=%s err=%s", self.group, mq, exc)
+            if mq not in self._queues:
+                self._offset_store.remove(mq)
+            await self._locker.unlock([mq])
+        log.info("rebalance: drop orderly queue (unlocked) group=%s mq=%s", self.group, mq)
+
     async def _drop_queue(self, mq: MessageQueue) -> None:
         req = self._queues.pop(mq, None)
         if req is None:
@@ -502,6 +824,15 @@ class PushConsumer:
         req.pq.dropped = True
         if req.task is not None and req.task is not asyncio.current_task():
             req.task.cancel()
+        if self.orderly and self.clustering and isinstance(req.pq, OrderlyProcessQueue) and not self._closed:
+            # removeUnnecessaryMessageQueue: wait (up to 1 s) for the batch in flight; if it is
+            # still running, finish in the background once it completes.
+            fin = self._tasks.spawn(self._finish_orderly_drop(mq, req.pq), "orderly-drop")
+            done, _ = await asyncio.wait({fin}, timeout=UNLOCK_WAIT_CONSUME)
+            if not done:
+                req.pq.try_unlock_times += 1
+                log.warning("rebalance: batch still consuming, unlock postponed group=%s mq=%s", self.group, mq)
+            return
         try:
             await self._offset_store.persist(mq, oneway=False)
         except RocketMQError as exc:
@@ -542,7 +873,40 @@ class PushConsumer:
         return await rpc.search_offset(rt.pool, addr, mq, timestamp_ms, rt.config.request_timeout)
 
     async def _send_message_back(self, msg: MessageExt, ctx: ConsumeConcurrentlyContext) -> bool:
+        if not self.clustering:
+            # ConsumeMessageConcurrentlyService: BROADCASTING failures are dropped, not sent back.
+            log.warning("BROADCASTING, the message consume failed, drop it group=%s msg=%s", self.group, msg.msg_id)
+            return True
         return await self.send_message_back(msg, ctx.delay_level_when_next_consume)
+
+    async def _send_back_orderly(self, msg: MessageExt, max_times: int) -> bool:
+        """Orderly ``sendMessageBack``: a plain send to ``%RETRY%<group>``, delay ``3 + count``.
+
+        ``RECONSUME_TIME`` is sent as the local count + 1 (> max): a 4.9 broker dead-letters on
+        ``>=``, a 5.x broker on ``>`` or on the group's live queue lock, a broker without the
+        lock check (the embedded one) on ``>`` — every one stores it in ``%DLQ%<group>``.
+        """
+        if not self.clustering:
+            log.warning("BROADCASTING orderly: max reconsume times reached, dropping group=%s msg=%s", self.group, msg.msg_id)
+            return True
+        try:
+            from ..producer.producer import Producer
+
+            if self._inner_producer is None:
+                self._inner_producer = Producer(CLIENT_INNER_PRODUCER_GROUP, runtime=self._runtime)
+            props = dict(msg.properties)
+            props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, msg.msg_id)
+            props[PROPERTY_RETRY_TOPIC] = msg.topic
+            props[PROPERTY_RECONSUME_TIME] = str(msg.reconsume_times + 1)
+            props[PROPERTY_MAX_RECONSUME_TIMES] = str(max_times)
+            props.pop(PROPERTY_TRANSACTION_PREPARED, None)
+            props[PROPERTY_DELAY_TIME_LEVEL] = str(default_delay_level(msg.reconsume_times))
+            retry = Message(topic=retry_topic(self.group), body=msg.body, flag=msg.flag, properties=props)
+            await self._inner_producer.send(retry)
+            return True
+        except RocketMQError as exc:
+            log.warning("orderly send back failed group=%s msg=%s err=%s", self.group, msg.msg_id, exc)
+            return False
 
     async def send_message_back(self, msg: MessageExt, delay_level: int = 0) -> bool:
         """CONSUMER_SEND_MSG_BACK, falling back to a re-send to ``%RETRY%<group>``.
