@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 DEMO_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: demo test venv bench clean
+.PHONY: demo test interop venv bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q $(PYTEST_ARGS)
+
+# Wire compatibility only: real Apache RocketMQ 5.3.3 / 4.9.7 brokers, the Java 5.3.3 / 4.9.8 clients
+# and mqadmin from Maven Central (cached in ~/.m2); prints the conformance matrix. `make test` runs it too.
+interop: $(STAMP)
+	$(PY) -m pytest -q tests/interop $(PYTEST_ARGS)
 
 # Produce/consume throughput with 1 KiB messages against a `rocketpipe serve` subprocess.
 bench: $(STAMP)

@@ -26,6 +26,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cluster", default="DefaultCluster")
     p.add_argument("--flush-disk-type", default="ASYNC_FLUSH", choices=["ASYNC_FLUSH", "SYNC_FLUSH"])
     p.add_argument("--commitlog-file-size", type=int, default=None, help="commit-log segment size in bytes")
+    p.add_argument("--enable-property-filter", action="store_true", help="accept SQL92 subscriptions (enablePropertyFilter)")
     return p.parse_args(argv)
 
 
@@ -39,6 +40,7 @@ async def _serve(args: argparse.Namespace) -> None:
         broker_cluster_name=args.cluster,
         flush_disk_type=args.flush_disk_type,
         mapped_file_size_commit_log=args.commitlog_file_size,
+        enable_property_filter=args.enable_property_filter,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -51,6 +51,7 @@ from ..store import MessageInner, MessageStore, PutResult, StoreConfig
 from ..store.json_file import load_json, save_json
 from ..transport import Connection, ConnectionPool, RemotingServer, Router
 from .config import BrokerConfig
+from .filter.manager import ConsumerFilterManager
 from .flush import GroupCommit
 from .groups import ClientRegistry
 from .locks import QueueLocks
@@ -61,9 +62,11 @@ from .processors.consumer import ConsumerProcessor
 from .processors.lock import LockProcessor
 from .processors.offset import OffsetProcessor
 from .processors.pull import PullProcessor
+from .processors.query import QueryProcessor
 from .processors.send import SendProcessor
 from .pull_hold import HeldPull, PullHoldTable
 from .schedule import SCHEDULE_TOPIC, DueMessage, ScheduleDelivery, parse_delay_levels, redirect_properties
+from .stats import BrokerStats
 from .topics import SubscriptionGroupTable, TopicTable
 
 log = logging.getLogger(__name__)
@@ -126,15 +129,18 @@ class Broker:
         )
         self.groups_config = SubscriptionGroupTable(auto_create=config.auto_create_subscription_group)
         self.offsets = ConsumerOffsets()
+        self.consumer_filters = ConsumerFilterManager()  # SQL92 filter data from heartbeats
         self.clients = ClientRegistry()
         self.hold = PullHoldTable()
         self.locks = QueueLocks()
         self.unique_ids = pm.UniqueIdGenerator(_ip_bytes(config.host))
+        #: counters behind GET_BROKER_RUNTIME_INFO (bootTimestamp = construction time)
+        self.stats = BrokerStats(clock.now_ms())
         self.schedule = ScheduleDelivery(self.delay_levels, self._read_schedule, self._deliver_scheduled)
         self.router = Router()
         self.send_processor = SendProcessor(self)
         self.pull_processor = PullProcessor(self)
-        for proc in (self.send_processor, self.pull_processor, OffsetProcessor(self), ConsumerProcessor(self), AdminProcessor(self), LockProcessor(self)):
+        for proc in (self.send_processor, self.pull_processor, OffsetProcessor(self), ConsumerProcessor(self), AdminProcessor(self), LockProcessor(self), QueryProcessor(self)):
             proc.register(self.router)
         self.pop = install_pop(self)
         self.server = RemotingServer(self.router, config.host, config.listen_port)
@@ -250,6 +256,7 @@ class Broker:
             tg.create_task(self._notify_loop(), name="broker-notify")
             tg.create_task(self._persist_loop(), name="broker-persist")
             tg.create_task(self._flush_loop(), name="broker-flush")
+            tg.create_task(self._stats_loop(), name="broker-stats")
             if self.config.flush_disk_type == "SYNC_FLUSH":
                 tg.create_task(self.group_commit.run(), name="broker-group-commit")
             self._ready.set()
@@ -259,10 +266,14 @@ class Broker:
         """The event loop's clock, seconds (deadlines)."""
         return asyncio.get_running_loop().time()
 
-    def put_message(self, inner: MessageInner) -> PutResult:
-        """Append one message and wake the pulls held on its queue."""
+    def put_message(self, inner: MessageInner, *, counted: bool = True) -> PutResult:
+        """Append one message and wake the pulls held on its queue.
+
+        ``counted=False`` (scheduled deliveries) keeps it out of ``msgPutTotalTodayNow``.
+        """
         result = self.store.put_message(inner)
         if result.is_ok:
+            self.stats.on_put(inner.topic, result.msg_num, result.wrote_bytes, counted=counted)
             self._on_arrival(inner, result)
         return result
 
@@ -270,6 +281,7 @@ class Broker:
         """Append a batch (consecutive offsets in one queue) and wake held pulls."""
         result = self.store.put_messages(inners)
         if result.is_ok and inners:
+            self.stats.on_put(inners[0].topic, result.msg_num, result.wrote_bytes)
             self._on_arrival(inners[-1], result, inners)
         return result
 
@@ -377,7 +389,7 @@ class Broker:
             store_host=rec.store_host,
             reconsume_times=rec.reconsume_times,
         )
-        result = self.put_message(inner)
+        result = self.put_message(inner, counted=False)
         if not result.is_ok:
             log.warning("schedule delivery failed topic=%s status=%s", due.real_topic, result.status)
         return result.is_ok
@@ -466,6 +478,12 @@ class Broker:
         if not self.config.namesrv_addrs:
             return
         await self._periodic("register", self.config.register_name_server_period_ms / 1000.0, self.register_broker_all, self._register_wake)
+
+    async def _stats_loop(self) -> None:
+        async def step() -> None:
+            self.stats.sample(self.clock.now_ms())
+
+        await self._periodic("stats", 1.0, step)  # StoreStatsService: one sample a second
 
     async def _schedule_loop(self) -> None:
         async def step() -> None:

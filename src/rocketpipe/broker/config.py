@@ -65,6 +65,8 @@ class BrokerConfig:
         mapped_file_size_consume_queue: consume-queue segment size in bytes, or None.
         region_id: returned as ``MSG_REGION`` on send responses.
         trace_on: returned as ``TRACE_ON`` on send responses.
+        enable_property_filter: accept SQL92 subscriptions (``enablePropertyFilter``, default
+            false: SQL92 pulls answer SYSTEM_ERROR and CHECK_CLIENT_CONFIG rejects them).
 
     Raises:
         InvalidArgumentError: an invalid flush type, delay level string or negative period.
@@ -103,6 +105,7 @@ class BrokerConfig:
     mapped_file_size_consume_queue: int | None = None
     region_id: str = "DefaultRegion"
     trace_on: bool = True
+    enable_property_filter: bool = False
 
     def __post_init__(self) -> None:
         if self.flush_disk_type not in ("ASYNC_FLUSH", "SYNC_FLUSH"):

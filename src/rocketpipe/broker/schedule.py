@@ -30,8 +30,6 @@ log = logging.getLogger(__name__)
 SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"
 #: TopicValidator.RMQ_SYS_TRANS_HALF_TOPIC (scheduled copies of it are discarded)
 TRANS_HALF_TOPIC: Final = "RMQ_SYS_TRANS_HALF_TOPIC"
-#: Properties removed from a delivered copy (``messageTimeUp``).
-_REMOVED_ON_DELIVERY: Final = ("DELAY", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC")
 
 _UNITS: Final = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _TOKEN = re.compile(r"^(\d+)([smhd])$")
@@ -78,13 +76,18 @@ def redirect_properties(properties: dict[str, str], topic: str, queue_id: int) -
 
 
 def delivered_properties(properties: dict[str, str]) -> dict[str, str]:
-    """Properties of a delivered copy: ``DELAY``/timer keys removed, ``WAIT=false``.
+    """Properties stored with a delivered copy: those of the schedule record, unchanged.
 
-    ``REAL_TOPIC``/``REAL_QID`` stay, as in Java.
+    Java's ``messageTimeup`` (4.9.x store) / ``messageTimeUp`` (5.x broker) sets the copy's
+    ``propertiesString`` from the schedule record's properties *before* ``setWaitStoreMsgOK(false)``
+    and ``clearProperty(DELAY)`` (5.x: also ``TIMER_DELIVER_MS``/``TIMER_DELAY_SEC``); those only
+    touch the in-memory map, which steers the put (no second schedule redirect) but is not what
+    the commit log stores. So the real-topic (or ``%RETRY%``) copy keeps ``DELAY=<level>``, the
+    original ``WAIT`` and ``REAL_TOPIC``/``REAL_QID``. The delivery put
+    (``Broker._deliver_scheduled``) never goes through ``Broker.apply_delay``, so the ``DELAY``
+    kept here is never taken as a new delay.
     """
-    props = {k: v for k, v in properties.items() if k not in _REMOVED_ON_DELIVERY}
-    props[pm.PROPERTY_WAIT_STORE_MSG_OK] = "false"
-    return props
+    return dict(properties)
 
 
 @dataclass(frozen=True, slots=True)

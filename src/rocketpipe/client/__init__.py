@@ -47,6 +47,7 @@ from .consumer.simple import ConsumeInitMode, ReceivedMessage, SimpleConsumer
 from .consumer.listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageModel
 from .consumer.offsets import ConsumeFromWhere
 from .consumer.push import PushConsumer
+from .consumer.selector import MessageSelector
 from .producer.producer import Producer
 from .rpc import PullRaw, PullStatus, SendResult, SendStatus
 from .runtime import ClientRuntime
@@ -73,6 +74,7 @@ __all__ = [
     "MessageListenerOrderly",
     "MessageModel",
     "MessageQueue",
+    "MessageSelector",
     "Producer",
     "PullRaw",
     "PullStatus",

@@ -37,6 +37,7 @@ from ..protocol.headers.offset import (
 from ..protocol.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
 from ..protocol.headers.route import GetRouteInfoRequestHeader
 from ..protocol.headers.send import SendMessageRequestHeaderV2, SendMessageResponseHeader
+from ..protocol.bodies.heartbeat import SubscriptionData
 from ..protocol.message import MessageQueue
 
 if TYPE_CHECKING:
@@ -428,6 +429,21 @@ async def heart_beat(req: Requester, addr: str, body: bytes, timeout: float) -> 
     """
     resp = _check(await req.request(addr, RemotingCommand.request(RequestCode.HEART_BEAT, None, body), timeout))
     return resp.version
+
+
+async def check_client_config(
+    req: Requester, addr: str, client_id: str, group: str, subscription: SubscriptionData, timeout: float
+) -> None:
+    """CHECK_CLIENT_CONFIG (46): ask whether the broker accepts ``subscription`` (``checkClientInBroker``).
+
+    Raises:
+        BrokerError: SYSTEM_ERROR (filter type unsupported / disabled) or
+            SUBSCRIPTION_PARSE_FAILED (:class:`~rocketpipe.errors.SubscriptionError`); TransportError.
+    """
+    from ..protocol.bodies import javajson as jj
+
+    body = jj.dumps({"clientId": client_id, "group": group, "subscriptionData": subscription.to_obj()})
+    _check(await req.request(addr, RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, None, body), timeout))
 
 
 async def unregister_client(

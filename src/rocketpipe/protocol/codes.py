@@ -79,6 +79,7 @@ class RequestCode(IntEnum):
     SEND_REPLY_MESSAGE_V2 = 325
     PUSH_REPLY_MESSAGE_TO_CLIENT = 326
     ADD_WRITE_PERM_OF_BROKER = 327
+    GET_TOPIC_CONFIG = 351
     LITE_PULL_MESSAGE = 361
     QUERY_ASSIGNMENT = 400
     SET_MESSAGE_REQUEST_MODE = 401
@@ -165,6 +166,8 @@ class SerializeType(IntEnum):
 
 #: MQVersion ordinal we send: V4_9_8. >= 401 gets standard route JSON, <= 441 never gets GO_AWAY.
 CURRENT_VERSION: Final = 409
+#: ``MQVersion.getVersionDesc(CURRENT_VERSION)``, e.g. GET_BROKER_RUNTIME_INFO ``brokerVersionDesc``.
+CURRENT_VERSION_DESC: Final = "V4_9_8"
 #: MQVersion.V4_9_4: name servers answer standard JSON route data from this version on.
 VERSION_STANDARD_JSON_ROUTE: Final = 401
 

@@ -7,7 +7,7 @@ Synchronous file I/O only — no asyncio, no ``transport``. May import ``errors`
 
 from __future__ import annotations
 
-from .api import GetResult, GetStatus, MessageInner, PutResult, PutStatus
+from .api import GetResult, GetStatus, MessageInner, PutResult, PutStatus, QueryResult
 from .config import StoreConfig
 from .json_file import load_json, save_json
 from .message_store import SCHEDULE_TOPIC, MessageStore
@@ -21,6 +21,7 @@ __all__ = [
     "MessageStore",
     "PutResult",
     "PutStatus",
+    "QueryResult",
     "StoreConfig",
     "StoreFileError",
     "load_json",

@@ -123,3 +123,23 @@ class GetResult:
     buffers: list[memoryview | bytes] = field(default_factory=list)
     message_count: int = 0
     buffer_total_size: int = 0
+
+
+@dataclass(slots=True)
+class QueryResult:
+    """Result of :meth:`MessageStore.query_message` (``QueryMessageResult``).
+
+    Attributes:
+        buffers: the matching raw records, in commit-log order (views into the mapped commit log).
+        index_last_update_timestamp: store time of the last indexed message, ms (0 = none).
+        index_last_update_phyoffset: commit-log offset of the last indexed message (0 = none).
+    """
+
+    buffers: list[memoryview | bytes] = field(default_factory=list)
+    index_last_update_timestamp: int = 0
+    index_last_update_phyoffset: int = 0
+
+    @property
+    def buffer_total_size(self) -> int:
+        """Sum of the record sizes, bytes."""
+        return sum(len(b) for b in self.buffers)

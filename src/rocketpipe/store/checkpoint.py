@@ -27,7 +27,7 @@ class Checkpoint:
         path: the file.
         physic_msg_timestamp: store time of the last flushed commit-log record, ms.
         logics_msg_timestamp: store time of the last record whose consume-queue entry was flushed, ms.
-        index_msg_timestamp: always 0 (no index files).
+        index_msg_timestamp: always 0 (the key index keeps its own watermarks, see ``store.index``).
         master_flushed_offset: commit-log offset up to which commit log and consume queues agree on disk.
         confirm_phy_offset: same as master_flushed_offset (no replication).
     """

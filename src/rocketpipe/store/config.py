@@ -55,8 +55,8 @@ class StoreConfig:
     """Configuration of a :class:`~rocketpipe.store.MessageStore` (``MessageStoreConfig``).
 
     Attributes:
-        root_dir: ``storePathRootDir``; holds ``commitlog/``, ``consumequeue/``, ``checkpoint``
-            and ``abort``.
+        root_dir: ``storePathRootDir``; holds ``commitlog/``, ``consumequeue/``, ``keyindex/``,
+            ``checkpoint`` and ``abort``.
         mapped_file_size_commit_log: commit-log segment size, bytes (1 GiB).
         mapped_file_size_consume_queue: consume-queue segment size, bytes; a multiple of 20
             (6 000 000).
@@ -74,6 +74,10 @@ class StoreConfig:
         check_crc_on_recover: check body CRCs during recovery (true).
         message_delay_level: delay levels; used to rebuild SCHEDULE_TOPIC_XXXX tags codes
             (delivery times) on recovery.
+        message_index_enable: keep the key index (``keyindex/``) used by QUERY_MESSAGE (true).
+        max_msgs_num_batch: most messages one key query returns (64, ``maxMsgsNumBatch``).
+        default_query_max_num: ``maxNum`` the broker uses for unique-key queries (32,
+            ``defaultQueryMaxNum``).
         prefault_ahead_bytes: rocketpipe-only; map commit-log pages writable this many bytes
             ahead of the write offset with one ``MADV_POPULATE_WRITE`` call per chunk instead of
             one page fault per 4 KiB (0 = off; the Java analogue is ``warmMapedFileEnable``).
@@ -99,6 +103,9 @@ class StoreConfig:
     check_crc_on_recover: bool = True
     message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
     prefault_ahead_bytes: int = 0
+    message_index_enable: bool = True
+    max_msgs_num_batch: int = 64
+    default_query_max_num: int = 32
 
     def __post_init__(self) -> None:
         if not isinstance(self.root_dir, Path):
@@ -126,6 +133,8 @@ class StoreConfig:
             "max_transfer_bytes_on_message_in_memory",
             "max_transfer_count_on_message_in_memory",
             "max_filter_message_size",
+            "max_msgs_num_batch",
+            "default_query_max_num",
         ):
             if getattr(self, name) <= 0:
                 raise InvalidArgumentError(f"{name} must be positive, not {getattr(self, name)}")

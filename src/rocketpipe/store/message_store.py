@@ -33,11 +33,12 @@ from ..protocol.message import (
     string_to_properties,
     tag_code,
 )
-from .api import GetResult, GetStatus, MessageInner, PutResult, PutStatus
+from .api import GetResult, GetStatus, MessageInner, PutResult, PutStatus, QueryResult
 from .checkpoint import Checkpoint
 from .commit_log import END_FILE_MIN_BLANK_LENGTH, CommitLog
 from .config import CQ_STORE_UNIT_SIZE, StoreConfig
 from .consume_queue import BLANK_ENTRY_SIZE, ConsumeQueue
+from .index import KeyIndex, index_names, scan_commit_log
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,8 @@ class MessageStore:
         self._closed = False
         self._id_prefixes: dict[str, str] = {}  # store host -> hex of its address bytes
         self._tag_codes: dict[str, int] = {}  # TAGS value -> tags code (bounded memo)
+        #: key index (``keyindex/``) behind :meth:`query_message`; None when disabled
+        self.index: KeyIndex | None = KeyIndex(root / "keyindex") if config.message_index_enable else None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -117,6 +120,8 @@ class MessageStore:
         self._load_consume_queues(thorough=not clean)
         if not clean:
             self._recover_abnormally(cp.master_flushed_offset if cp is not None else 0)
+        if self.index is not None:  # reads keyindex/, re-indexes the commit log past it
+            self.index.load(self.commit_log.write_offset, lambda start: scan_commit_log(self.commit_log, start))
         self._last_store_ts = self._checkpoint.physic_msg_timestamp
         self._abort_path.touch()
         self._loaded = True
@@ -189,6 +194,8 @@ class MessageStore:
             self._flush_locked(consume_queues=True, least_pages=0, force_checkpoint=True)
             self._abort_path.unlink(missing_ok=True)
             self.commit_log.close()
+            if self.index is not None:
+                self.index.close()
             for queues in self._queues.values():
                 for cq in queues.values():
                     cq.close()
@@ -327,8 +334,11 @@ class MessageStore:
             phys = start
             ids: list[str] = []
             entries: list[tuple[int, int, int]] = []
+            index = self.index
             for rec, dispatch, code, m in zip(records, dispatched, tags, msgs):
                 n = len(rec)
+                if index is not None:
+                    index.add(topic, m.properties, phys, m.sys_flag, now)
                 if dispatch:
                     if code is None:
                         code = self._schedule_tags_code(_property(m.properties, PROPERTY_DELAY_TIME_LEVEL), now) or 0
@@ -396,6 +406,8 @@ class MessageStore:
             upto = self.commit_log.write_offset
             ts = self._last_store_ts
             cqs = [cq for qs in self._queues.values() for cq in qs.values()] if consume_queues else []
+            index = self.index if consume_queues else None
+            index_batch = index.take_pending(upto) if index is not None else None
         files = self.commit_log.files
         if upto - files.flushed >= least_pages * _PAGE:
             files.flush(upto)
@@ -404,6 +416,8 @@ class MessageStore:
             for cq in cqs:
                 if cq.files.flushed < cq.write_pos:
                     cq.flush()
+            if index is not None and index_batch is not None:
+                index.write(*index_batch, force=force_checkpoint)
             cp = self._checkpoint
             if force_checkpoint or cp.master_flushed_offset != flushed:
                 cp.physic_msg_timestamp = cp.logics_msg_timestamp = ts
@@ -471,6 +485,65 @@ class MessageStore:
             else:
                 hi = mid
         return lo
+
+    def query_message(
+        self, topic: str, key: str, max_num: int, begin_ts: int, end_ts: int, *, unique: bool = False
+    ) -> QueryResult:
+        """Records indexed under ``topic#key`` stored in ``[begin_ts, end_ts]`` (``queryMessage``).
+
+        Like Java, the newest matches win: candidates are taken newest first until ``max_num``
+        (capped by ``max_msgs_num_batch``, 64) are found, then returned in commit-log order. Each
+        record is checked against the key (its UNIQ_KEY or a KEYS word; only UNIQ_KEY when
+        ``unique``), so stale or colliding entries never reach the caller.
+
+        Args:
+            topic: topic the message was stored in.
+            key: a KEYS word or a UNIQ_KEY.
+            max_num: most records wanted.
+            begin_ts: earliest store time, ms (inclusive).
+            end_ts: latest store time, ms (inclusive).
+            unique: ``key`` is a UNIQ_KEY (``_UNIQUE_KEY_QUERY``).
+
+        Returns:
+            The records (views into the mapped commit log) and the index's last update point;
+            empty when the index is disabled.
+
+        Raises:
+            ClientClosedError: the store is closed.
+        """
+        if self._closed:
+            raise ClientClosedError("message store is closed")
+        index = self.index
+        if index is None:
+            return QueryResult()
+        result = QueryResult([], index.last_timestamp, index.last_offset)
+        max_num = min(max_num, self.config.max_msgs_num_batch)
+        if max_num <= 0 or not key:
+            return result
+        found: list[tuple[int, memoryview]] = []
+        cl = self.commit_log
+        for offset in reversed(index.lookup(topic, key)):
+            size = cl.record_size_at(offset)
+            buf = cl.read(offset, size) if size > 0 else None
+            if buf is None:
+                continue
+            ts = cl.pickup_store_timestamp(offset, size)
+            if ts < begin_ts or ts > end_ts:
+                continue
+            msg = cl.look(offset)
+            if msg is None or msg.topic != topic:
+                continue
+            if unique:
+                if msg.properties.get("UNIQ_KEY") != key:
+                    continue
+            elif key not in index_names(msg.properties):
+                continue
+            found.append((offset, buf))
+            if len(found) >= max_num:
+                break
+        found.sort(key=lambda f: f[0])
+        result.buffers = [buf for _, buf in found]
+        return result
 
     def look_message_by_offset(self, commit_log_offset: int) -> MessageExt | None:
         """Decode the record at a commit-log offset, body left compressed (``lookMessageByOffset``)."""

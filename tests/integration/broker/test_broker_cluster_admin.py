@@ -178,3 +178,116 @@ async def test_broker_stats_queue_ranges_follow_admin_broker_processor(tmp_path:
                 assert sorted(mq.queue_id for mq in stats) == list(range(read)), topic
         finally:
             await c.close()
+
+
+async def test_broker_get_topic_config_answers_topic_config_and_queue_mapping(tmp_path: Path) -> None:
+    """GET_TOPIC_CONFIG (351, 5.x ``AdminBrokerProcessor.getTopicConfig``): the TopicConfig bean
+    (``mappingDetail`` null, so absent as fastjson writes it), TOPIC_NOT_EXIST when unknown."""
+    from rocketpipe.broker import Broker, BrokerConfig
+    from rocketpipe.protocol.headers.admin import GetTopicConfigRequestHeader
+
+    async with Broker(BrokerConfig(store_dir=tmp_path, mapped_file_size_commit_log=1 << 20)) as b:
+        c = await Connection.connect(b.address)
+        try:
+            h = CreateTopicRequestHeader(topic="TopicCfg", read_queue_nums=3, write_queue_nums=5, perm=6, order=True)
+            assert (await c.request(RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, h.to_ext_fields()), TIMEOUT)).code == 0
+            req = GetTopicConfigRequestHeader(topic="TopicCfg", lo=True, bname=b.config.broker_name)
+            r = await c.request(RemotingCommand.request(RequestCode.GET_TOPIC_CONFIG, req.to_ext_fields()), TIMEOUT)
+            assert r.code == ResponseCode.SUCCESS
+            assert jj.loads(bytes(r.body)) == {
+                "attributes": {},
+                "order": True,
+                "perm": 6,
+                "readQueueNums": 3,
+                "topicFilterType": "SINGLE_TAG",
+                "topicName": "TopicCfg",
+                "topicSysFlag": 0,
+                "writeQueueNums": 5,
+            }
+            r = await c.request(RemotingCommand.request(RequestCode.GET_TOPIC_CONFIG, GetTopicConfigRequestHeader(topic="NoSuchTopic").to_ext_fields()), TIMEOUT)
+            assert r.code == ResponseCode.TOPIC_NOT_EXIST and "NoSuchTopic" in (r.remark or "")
+            r = await c.request(RemotingCommand.request(RequestCode.GET_TOPIC_CONFIG, {}), TIMEOUT)
+            assert r.code != ResponseCode.SUCCESS  # topic is @CFNotNull
+        finally:
+            await c.close()
+
+
+async def test_broker_query_topic_consume_by_who_joins_registry_and_offsets(tmp_path: Path) -> None:
+    """QUERY_TOPIC_CONSUME_BY_WHO (300): groups subscribed here (ConsumerManager) plus groups
+    with offsets on the topic (ConsumerOffsetManager.whichGroupByTopic)."""
+    from rocketpipe.broker import Broker, BrokerConfig
+    from rocketpipe.protocol.bodies.admin import GroupList
+    from rocketpipe.protocol.headers.admin import QueryTopicConsumeByWhoRequestHeader
+
+    async def who(c: Connection, topic: str) -> set[str]:
+        h = QueryTopicConsumeByWhoRequestHeader(topic=topic)
+        r = await c.request(RemotingCommand.request(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, h.to_ext_fields()), TIMEOUT)
+        assert r.code == ResponseCode.SUCCESS
+        assert set(jj.loads(bytes(r.body))) == {"groupList"}
+        return GroupList.decode(bytes(r.body)).group_list
+
+    async with Broker(BrokerConfig(store_dir=tmp_path, mapped_file_size_commit_log=1 << 20)) as b:
+        c = await Connection.connect(b.address)
+        try:
+            assert await who(c, "TopicWho") == set()
+            await send(c, "TopicWho", b"x")
+            await c.request(heartbeat_cmd("ip@w", "g-live", {"TopicWho": "*", "Other": "*"}), TIMEOUT)
+            assert await who(c, "TopicWho") == {"g-live"}
+            b.offsets.commit("g-offset", "TopicWho", 0, 1)  # a group known only from its offsets
+            b.offsets.commit("g-else", "Other", 0, 1)
+            assert await who(c, "TopicWho") == {"g-live", "g-offset"}
+            assert await who(c, "Other") == {"g-live", "g-else"}
+            assert await who(c, "Nobody") == set()
+        finally:
+            await c.close()
+
+
+async def test_broker_runtime_info_is_a_kv_table_cluster_list_can_read(tmp_path: Path) -> None:
+    """GET_BROKER_RUNTIME_INFO (28): the ``prepareRuntimeInfo`` keys mqadmin clusterList parses
+    (4.9.x and 5.x spellings), with put/get counters and commit-log figures from this broker."""
+    from rocketpipe.broker import Broker, BrokerConfig
+    from rocketpipe.protocol.bodies.route import KVTable
+    from rocketpipe.testing import FakeClock
+
+    async def info(c: Connection) -> dict[str, str]:
+        r = await c.request(RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, {}), TIMEOUT)
+        assert r.code == ResponseCode.SUCCESS
+        assert set(jj.loads(bytes(r.body))) == {"table"}
+        return KVTable.decode(bytes(r.body)).table
+
+    clock = FakeClock()
+    async with Broker(BrokerConfig(store_dir=tmp_path, mapped_file_size_commit_log=1 << 20), clock=clock) as b:
+        c = await Connection.connect(b.address)
+        try:
+            t0 = await info(c)
+            assert t0["brokerVersionDesc"] == "V4_9_8" and t0["brokerVersion"] == "409"
+            assert t0["bootTimestamp"] == str(b.stats.boot_ms)
+            assert t0["earliestMessageTimeStamp"] == "-1"  # empty store
+            assert t0["msgPutTotalTodayNow"] == "0" and t0["putMessageTimesTotal"] == "1"  # Java: 0 -> 1
+            for key in ("msgPutTotalYesterdayMorning", "msgPutTotalTodayMorning", "msgGetTotalYesterdayMorning", "msgGetTotalTodayMorning",
+                        "msgGetTotalTodayNow", "sendThreadPoolQueueSize", "pullThreadPoolQueueSize", "commitLogMinOffset", "commitLogMaxOffset",
+                        "timerReadBehind", "timerOffsetBehind", "timerCongestNum", "pageCacheLockTimeMills", "dispatchBehindBytes"):
+                int(t0[key])  # clusterList parses these with Long.parseLong
+            for key in ("commitLogDiskRatio", "consumeQueueDiskRatio", "timerEnqueueTps", "timerDequeueTps"):
+                float(t0[key])
+            assert t0["runtime"].startswith("[ 0 days, 0 hours, ")
+            for i in range(3):
+                assert (await send(c, "TopicRt", f"m{i}".encode())).code == ResponseCode.SUCCESS
+            await send(c, "TopicRt", b"later", properties={"DELAY": "1"})  # stored in SCHEDULE_TOPIC_XXXX
+            await pull(c, "grt", "TopicRt", 0, 0)
+            t1 = await info(c)
+            assert t1["msgPutTotalTodayNow"] == "3"  # system topics (SCHEDULE_TOPIC_XXXX) not counted
+            assert t1["putMessageTimesTotal"] == "4"
+            assert t1["msgGetTotalTodayNow"] == "3"
+            assert int(t1["commitLogMaxOffset"]) == b.store.get_max_phy_offset() > 0
+            assert int(t1["earliestMessageTimeStamp"]) == clock.now_ms()
+            clock.advance(1.0)  # level 1 due: delivered into TopicRt, not counted as a client put
+            await wait_until(lambda: b.schedule.offsets.get(1) == 1, timeout=5, what="level 1 delivered")
+            t1 = await info(c)
+            assert t1["scheduleMessageOffset_1"] == "1,1"  # ScheduleMessageService.buildRunningStats
+            assert t1["msgPutTotalTodayNow"] == "3" and t1["putMessageTimesTotal"] == "5"
+            # TPS: "<10s> <60s> <600s>" in both spellings (values: unit test of BrokerStats)
+            for key in ("putTps", "getTransferredTps", "getTransferedTps"):
+                assert len(t1[key].split(" ")) == 3, key
+        finally:
+            await c.close()

@@ -59,8 +59,14 @@ async def test_broker_send_back_retries_after_the_delay_then_dead_letters(env) -
     assert retry1.properties[pm.PROPERTY_RETRY_TOPIC] == "TopicR"
     assert retry1.properties[pm.PROPERTY_ORIGIN_MESSAGE_ID] == original.offset_msg_id
     assert retry1.properties["KEYS"] == "k1" and retry1.tags == "T1"
-    assert pm.PROPERTY_DELAY_TIME_LEVEL not in retry1.properties
+    # Java messageTimeup keeps the schedule record's properties string: DELAY stays in the copy
+    assert retry1.properties[pm.PROPERTY_DELAY_TIME_LEVEL] == "3"
+    assert retry1.properties[pm.PROPERTY_WAIT_STORE_MSG_OK] == "false"  # set by consumerSendMsgBack
     assert retry1.properties[pm.PROPERTY_REAL_TOPIC] == "%RETRY%cg"
+    # ...and that DELAY is not taken as a new delay: nothing went back into SCHEDULE_TOPIC_XXXX
+    broker.schedule.deliver_due(clock.now_ms() + 60_000)
+    assert broker.store.get_max_offset("SCHEDULE_TOPIC_XXXX", 2) == 1
+    assert broker.store.get_max_offset("%RETRY%cg", 0) == 1
 
     # second failure: reconsumeTimes 1 -> level 4 (30 s)
     assert (await _send_back(c, retry1, "cg", max_times=2)).code == ResponseCode.SUCCESS
@@ -71,6 +77,7 @@ async def test_broker_send_back_retries_after_the_delay_then_dead_letters(env) -
     assert retry2.reconsume_times == 2
     assert retry2.properties[pm.PROPERTY_RETRY_TOPIC] == "TopicR"  # still the first topic
     assert retry2.properties[pm.PROPERTY_ORIGIN_MESSAGE_ID] == original.offset_msg_id
+    assert retry2.properties[pm.PROPERTY_DELAY_TIME_LEVEL] == "4"  # the send-back level, not retry1's 3
 
     # third failure: reconsumeTimes 2 >= max 2 -> %DLQ%cg at once
     assert (await _send_back(c, retry2, "cg", max_times=2)).code == ResponseCode.SUCCESS
@@ -144,3 +151,31 @@ async def test_broker_delayed_send_is_delivered_when_due(env) -> None:
     got = records(await pull(c, "g", "TopicD", 1, 0))
     assert got[0].body == b"later" and got[0].properties[pm.PROPERTY_REAL_QUEUE_ID] == "1"
     assert broker.schedule.offsets[2] == 1
+
+
+async def test_broker_delivered_copy_keeps_delay_and_is_not_rescheduled(env) -> None:
+    """Java ``messageTimeup`` stores the copy with the schedule record's properties string (built
+    before ``setWaitStoreMsgOK(false)``/``clearProperty(DELAY)``): ``DELAY``, the producer's
+    ``WAIT`` and ``REAL_TOPIC``/``REAL_QID`` stay. The delivery put must not redirect it again."""
+    broker, clock, c = env
+    r = await send(c, "TopicKeep", b"once", tags="tg", properties={"DELAY": "99", "KEYS": "k"}, queue_id=2)
+    assert r.code == ResponseCode.SUCCESS
+    last = len(broker.delay_levels)  # level above the table: clamped to the last one (2h)
+    assert broker.store.get_max_offset("SCHEDULE_TOPIC_XXXX", last - 1) == 1
+    clock.advance(broker.delay_levels[-1] / 1000.0)
+    await wait_until(lambda: broker.store.get_max_offset("TopicKeep", 2) == 1, timeout=5, what="delayed message delivered")
+    # more schedule ticks, far in the future: still one schedule record, one delivered copy
+    for _ in range(3):
+        broker.schedule.deliver_due(clock.now_ms() + 10 * broker.delay_levels[-1])
+    assert broker.store.get_max_offset("SCHEDULE_TOPIC_XXXX", last - 1) == 1
+    assert broker.store.get_max_offset("TopicKeep", 2) == 1
+    got = records(await pull(c, "g", "TopicKeep", 2, 0))
+    assert [m.body for m in got] == [b"once"] and got[0].topic == "TopicKeep" and got[0].tags == "tg"
+    props = got[0].properties
+    assert props[pm.PROPERTY_DELAY_TIME_LEVEL] == str(last)
+    assert props[pm.PROPERTY_WAIT_STORE_MSG_OK] == "true"
+    assert props[pm.PROPERTY_REAL_TOPIC] == "TopicKeep" and props[pm.PROPERTY_REAL_QUEUE_ID] == "2"
+    assert props["KEYS"] == "k"
+    # the stored record of the copy matches what the pull returned (DELAY on disk, too)
+    on_disk = broker.store.look_message_by_offset(got[0].commit_log_offset)
+    assert on_disk is not None and on_disk.properties[pm.PROPERTY_DELAY_TIME_LEVEL] == str(last)

@@ -60,12 +60,16 @@ def test_broker_delay_due_time_and_clock_jump_guard() -> None:
     assert effective_deliver_at(60_000, now_ms=5000, level_delay_ms=5000) == 5000
 
 
-def test_broker_schedule_properties_keep_real_topic_and_drop_delay() -> None:
-    props = redirect_properties({"DELAY": "3", "TAGS": "a"}, "T", 2)
+def test_broker_schedule_properties_keep_real_topic_delay_and_wait() -> None:
+    props = redirect_properties({"DELAY": "3", "TAGS": "a", "WAIT": "true"}, "T", 2)
     assert props["REAL_TOPIC"] == "T" and props["REAL_QID"] == "2" and props["TAGS"] == "a"
-    out = delivered_properties({**props, "TIMER_DELIVER_MS": "1"})
-    assert "DELAY" not in out and "TIMER_DELIVER_MS" not in out
-    assert out["REAL_TOPIC"] == "T" and out["WAIT"] == "false"
+    # Java messageTimeup/messageTimeUp: propertiesString is built before setWaitStoreMsgOK(false)
+    # and clearProperty(DELAY / TIMER_*), so the stored copy keeps every property as it was
+    src = {**props, "TIMER_DELIVER_MS": "1"}
+    out = delivered_properties(src)
+    assert out == src and out is not src
+    assert out["DELAY"] == "3" and out["WAIT"] == "true" and out["TIMER_DELIVER_MS"] == "1"
+    assert out["REAL_TOPIC"] == "T" and out["REAL_QID"] == "2"
 
 
 @pytest.mark.parametrize(
@@ -201,3 +205,37 @@ def test_broker_consumer_offsets_table() -> None:
     assert o2.query("g", "U", 1) == 9 and not o2.dirty
     o2.load_json({"offsetTable": {"nokey": {"0": 1}, "T@g": {"x": 1, "1": "2"}}})
     assert o2.query("g", "T", 1) == 2 and o2.queue_offsets("g", "T") == {1: 2}
+
+
+def test_broker_stats_tps_windows_follow_store_stats_service() -> None:
+    from rocketpipe.broker.stats import BrokerStats, format_runtime, is_system_topic
+
+    st = BrokerStats(boot_ms=0)
+    assert st.put_tps() == "  "  # no samples: every window empty, as StoreStatsService.getPutTps
+    st.sample(0)
+    for t in range(1, 11):
+        st.on_put("T", 2, 100)
+        st.on_get("T", 1)
+        st.sample(t * 1000)
+    assert st.put_tps() == "2.0  "  # 10 s window only: 20 puts in 10 s
+    assert st.get_transferred_tps() == "1.0  "
+    for t in range(11, 70):
+        st.sample(t * 1000)
+    assert st.put_tps().split(" ")[0] == "0.0" and st.put_tps().split(" ")[1] == repr((20 - 18) / 60_000 * 1000)  # samples t=9 s .. t=69 s
+    assert (st.put_times_total, st.put_size_total, st.put_nums, st.get_nums) == (20, 1000, 20, 10)
+    st.on_put("SCHEDULE_TOPIC_XXXX", 1, 10)
+    st.on_put("%RETRY%g", 1, 10)
+    st.on_put("T", 1, 10, counted=False)  # a scheduled delivery
+    st.on_get("rmq_sys_x", 1)
+    assert (st.put_times_total, st.put_nums, st.get_transferred, st.get_nums) == (23, 20, 11, 10)
+    assert is_system_topic("TBW102") and is_system_topic("%DLQ%g") and not is_system_topic("TopicA")
+    assert format_runtime(((2 * 24 + 3) * 60 + 4) * 60_000 + 5_999) == "[ 2 days, 3 hours, 4 minutes, 5 seconds ]"
+
+
+def test_broker_runtime_info_helpers_follow_mixall_and_utilall(tmp_path) -> None:
+    from rocketpipe.broker.processors.admin import disk_used_ratio, human_readable_bytes
+
+    assert human_readable_bytes(0) == "0 B" and human_readable_bytes(1023) == "1023 B"
+    assert human_readable_bytes(1536) == "1.5 KiB" and human_readable_bytes(3 * 1024**3) == "3.0 GiB"
+    assert 0.0 <= disk_used_ratio(str(tmp_path)) <= 1.0
+    assert disk_used_ratio(str(tmp_path / "missing")) == -1.0

@@ -289,6 +289,7 @@ class PopProcessor:
             self._advance(group, topic, queue_id, offset)
             res = b.store.get_message(topic, queue_id, offset, want, tag_filter=tag_filter)
         if res.buffers:
+            b.stats.on_get(topic, len(res.buffers))
             offsets = [_QUEUE_OFFSET.unpack_from(buf, _QUEUE_OFFSET_POS)[0] for buf in res.buffers]
             svc.table.add(
                 group=group, topic=topic, origin_topic=h.topic or topic, queue_id=queue_id, start_offset=offset,

@@ -1,7 +1,8 @@
 """Administration: UPDATE_AND_CREATE_TOPIC (17), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200),
 GET_TOPIC_STATS_INFO (202), GET_CONSUMER_CONNECTION_LIST (203), GET_CONSUME_STATS (208),
 VIEW_MESSAGE_BY_ID (33), GET_ALL_TOPIC_CONFIG (21), DELETE_TOPIC_IN_BROKER (215),
-INVOKE_BROKER_TO_RESET_OFFSET (222, 5.x server-side reset).
+INVOKE_BROKER_TO_RESET_OFFSET (222, 5.x server-side reset), GET_TOPIC_CONFIG (351),
+GET_BROKER_RUNTIME_INFO (28), QUERY_TOPIC_CONSUME_BY_WHO (300).
 
 Mirrors the matching handlers of ``AdminBrokerProcessor`` / ``QueryMessageProcessor``. Bodies
 with ``Map<MessageQueue, …>`` are written the fastjson way (object-literal keys) by
@@ -11,25 +12,32 @@ with ``Map<MessageQueue, …>`` are written the fastjson way (object-literal key
 from __future__ import annotations
 
 import logging
+import math
+import os
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ProtocolError
 from ...protocol import message as pm
 from ...protocol.bodies import javajson as jj
-from ...protocol.codes import LanguageCode, RequestCode, ResponseCode
+from ...protocol.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, LanguageCode, RequestCode, ResponseCode
 from ...protocol.command import RemotingCommand
-from ...protocol.bodies.admin import ResetOffsetBody
+from ...protocol.bodies.admin import GroupList, ResetOffsetBody
+from ...protocol.bodies.route import KVTable
 from ...protocol.headers.admin import (
     CreateTopicRequestHeader,
     DeleteTopicRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumeStatsRequestHeader,
+    GetTopicConfigRequestHeader,
     GetTopicStatsInfoRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
     ViewMessageRequestHeader,
 )
 from ...protocol.headers.consumer import ResetOffsetRequestHeader
 from ...protocol.message import MessageQueue
 from ...transport import Connection, Router
+from ..schedule import SCHEDULE_TOPIC
+from ..stats import format_runtime
 from ..topics import SubscriptionGroupConfig, TopicConfig, validate_group, validate_topic
 from .common import decode_header, error, require
 
@@ -56,6 +64,9 @@ class AdminProcessor:
         router.register(RequestCode.GET_CONSUMER_CONNECTION_LIST, self.get_consumer_connection_list)
         router.register(RequestCode.VIEW_MESSAGE_BY_ID, self.view_message_by_id)
         router.register(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, self.invoke_broker_to_reset_offset)
+        router.register(RequestCode.GET_TOPIC_CONFIG, self.get_topic_config)
+        router.register(RequestCode.GET_BROKER_RUNTIME_INFO, self.get_broker_runtime_info)
+        router.register(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, self.query_topic_consume_by_who)
 
     async def update_and_create_topic(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
         """Create or update a topic; re-register with the name servers on change."""
@@ -251,3 +262,134 @@ class AdminProcessor:
             b.offsets.set_reset(group, topic, q, target)
             table[MessageQueue(topic, b.config.broker_name, q)] = target
         return cmd.response(ResponseCode.SUCCESS, None, None, ResetOffsetBody(offset_table=table).encode())
+
+    async def get_topic_config(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """``TopicConfigAndQueueMapping`` of one topic (5.x ``AdminBrokerProcessor.getTopicConfig``).
+
+        The body is the ``TopicConfig`` bean (fastjson: ``attributes`` ``{}``) plus
+        ``mappingDetail``, which is null here (no static topics) and so left out, as fastjson's
+        ``toJSONString`` leaves null fields out. TOPIC_NOT_EXIST for an unknown topic.
+        """
+        h = decode_header(GetTopicConfigRequestHeader, cmd)
+        require(h.topic, "topic")
+        tc = self.broker.topics.get(h.topic)  # type: ignore[arg-type]
+        if tc is None:
+            return error(cmd, ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {h.topic}")
+        body = {"attributes": {}, **tc.to_json()}
+        return cmd.response(ResponseCode.SUCCESS, None, None, jj.dumps(body))
+
+    async def query_topic_consume_by_who(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """``GroupList`` of the groups consuming a topic: groups registered here with a
+        subscription to it (``ConsumerManager.queryTopicConsumeByWho``) plus groups with offsets
+        on it (``ConsumerOffsetManager.whichGroupByTopic``). An unknown topic gives an empty list.
+        """
+        b = self.broker
+        h = decode_header(QueryTopicConsumeByWhoRequestHeader, cmd)
+        require(h.topic, "topic")
+        topic: str = h.topic  # type: ignore[assignment]
+        groups = {g for g, info in b.clients.consumers.items() if topic in info.subscriptions}
+        groups.update(b.offsets.groups_of_topic(topic))
+        return cmd.response(ResponseCode.SUCCESS, None, None, GroupList(groups).encode())
+
+    async def get_broker_runtime_info(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """``KVTable`` of run-time figures (``AdminBrokerProcessor.prepareRuntimeInfo``)."""
+        return cmd.response(ResponseCode.SUCCESS, None, None, KVTable(self.runtime_info()).encode())
+
+    def runtime_info(self) -> dict[str, str]:
+        """The ``prepareRuntimeInfo`` table, with the keys rocketpipe can fill honestly.
+
+        From ``StoreStatsService``/``DefaultMessageStore.getRuntimeInfo`` (4.9.x and 5.x),
+        ``ScheduleMessageService.buildRunningStats`` and ``BrokerStats``. Both TPS key
+        spellings are sent: 4.9.x ``getTransferedTps`` (read by 4.9 ``clusterList``) and 5.x
+        ``getTransferredTps``. Requests are served on the event loop, not queued in thread
+        pools, so the pool queue sizes and head wait times are 0. Put latency figures, pool
+        capacities and the per-topic/TPS breakdowns of get hits/misses are not kept and are left out.
+        """
+        b = self.broker
+        st = b.stats
+        store = b.store
+        now = b.clock.now_ms()
+        root = str(b.config.store_dir)
+        times = st.put_times_total or 1  # StoreStatsService: 0 -> 1
+        info: dict[str, str] = {
+            "bootTimestamp": str(st.boot_ms),
+            "runtime": format_runtime(now - st.boot_ms),
+            "putMessageTimesTotal": str(times),
+            "putMessageSizeTotal": str(st.put_size_total),
+            "putMessageAverageSize": repr(st.put_size_total / times),
+            "putTps": st.put_tps(),
+            "getTransferredTps": st.get_transferred_tps(),
+            "getTransferedTps": st.get_transferred_tps(),
+            "brokerActive": "true",
+            "brokerVersionDesc": CURRENT_VERSION_DESC,
+            "brokerVersion": str(CURRENT_VERSION),
+            # BrokerStats: the morning snapshots are taken daily from the next midnight on
+            "msgPutTotalYesterdayMorning": "0",
+            "msgPutTotalTodayMorning": "0",
+            "msgPutTotalTodayNow": str(st.put_nums),
+            "msgGetTotalYesterdayMorning": "0",
+            "msgGetTotalTodayMorning": "0",
+            "msgGetTotalTodayNow": str(st.get_nums),
+            "dispatchBehindBytes": "0",  # consume queues are written with the commit log
+            "pageCacheLockTimeMills": "0",  # no put holds the append lock while this runs
+            "earliestMessageTimeStamp": str(_earliest_message_time(store)),
+            "startAcceptSendRequestTimeStamp": "0",
+            "timerReadBehind": "0",  # no timer wheel: Java's values with timerWheelEnable=false
+            "timerOffsetBehind": "0",
+            "timerCongestNum": "0",
+            "timerEnqueueTps": "0.0",
+            "timerDequeueTps": "0.0",
+            "remainTransientStoreBufferNumbs": str(2**31 - 1),  # transientStorePoolEnable=false
+            "remainHowManyDataToFlush": human_readable_bytes(max(0, store.get_max_phy_offset() - store.flushed_offset)),
+            "commitLogMinOffset": str(store.get_min_phy_offset()),
+            "commitLogMaxOffset": str(store.get_max_phy_offset()),
+        }
+        for name in ("send", "pull", "litePull", "query", "ack"):
+            info[f"{name}ThreadPoolQueueSize"] = "0"
+            info[f"{name}ThreadPoolQueueHeadWaitTimeMills"] = "0"
+        info["EndTransactionQueueSize"] = "0"
+        commit_log_dir = os.path.join(root, "commitlog")
+        ratio = disk_used_ratio(commit_log_dir)
+        info[f"commitLogDiskRatio_{commit_log_dir}"] = repr(ratio)
+        info["commitLogDiskRatio"] = repr(ratio)
+        info["consumeQueueDiskRatio"] = repr(disk_used_ratio(os.path.join(root, "consumequeue")))
+        try:
+            vfs = os.statvfs(root)
+            total, free = vfs.f_blocks * vfs.f_frsize, vfs.f_bfree * vfs.f_frsize
+            info["commitLogDirCapacity"] = f"Total : {human_readable_bytes(total)}, Free : {human_readable_bytes(free)}."
+        except OSError:
+            pass
+        for level, offset in sorted(b.schedule.offsets.items()):  # ScheduleMessageService.buildRunningStats
+            info[f"scheduleMessageOffset_{level}"] = f"{offset},{store.get_max_offset(SCHEDULE_TOPIC, level - 1)}"
+        return info
+
+
+def _earliest_message_time(store: Any) -> int:
+    """``DefaultMessageStore.getEarliestMessageTime``: store time at the commit log's min offset, or -1."""
+    offset = store.get_min_phy_offset()
+    size = store.commit_log.record_size_at(offset)
+    return store.commit_log.pickup_store_timestamp(offset, size) if size > 0 else -1
+
+
+def disk_used_ratio(path: str) -> float:
+    """``UtilAll.getDiskPartitionSpaceUsedPercent``: used / (used + usable), rounded up to 1/100; -1 on error."""
+    try:
+        vfs = os.statvfs(path)
+    except OSError:
+        return -1.0
+    total = vfs.f_blocks * vfs.f_frsize
+    if total <= 0:
+        return -1.0
+    used = total - vfs.f_bfree * vfs.f_frsize
+    entire = used + vfs.f_bavail * vfs.f_frsize
+    if entire <= 0:
+        return -1.0
+    return (used * 100 // entire + (1 if used * 100 % entire else 0)) / 100.0
+
+
+def human_readable_bytes(n: int) -> str:
+    """``MixAll.humanReadableByteCount(n, false)``: ``"512 B"``, ``"1.5 KiB"``."""
+    if n < 1024:
+        return f"{n} B"
+    exp = int(math.log(n) / math.log(1024))
+    return f"{n / 1024**exp:.1f} {'KMGTPE'[exp - 1]}iB"

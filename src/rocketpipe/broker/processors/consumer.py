@@ -20,6 +20,8 @@ from ...protocol.command import RemotingCommand
 from ...protocol.headers.consumer import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
 from ...transport import Connection, Router
 from .. import retry
+from ..filter.manager import compile_filter, is_tag_type
+from ..filter.sql92 import SQL92ParseError
 from ..groups import ClientChannel
 from .common import decode_header, error, require
 
@@ -70,6 +72,8 @@ class ConsumerProcessor:
                 consume_from_where=cd.consume_from_where,
                 subscriptions=cd.subscription_data_set,
             )
+            # ConsumerGroupEvent.REGISTER -> ConsumerFilterManager.register (SQL92 filter data)
+            b.consumer_filters.register(cd.group_name, cd.subscription_data_set, now)
             if changed and cd.message_model != "BROADCASTING" and gcfg.notify_consumer_ids_changed_enable:
                 changed_groups.append(cd.group_name)
         for pd in data.producer_data_set:
@@ -102,7 +106,7 @@ class ConsumerProcessor:
         return cmd.response(ResponseCode.SUCCESS, None, None, jj.dumps({"consumerIdList": ids}))
 
     async def check_client_config(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        """TAG subscriptions are fine; SQL92 needs enablePropertyFilter (off here)."""
+        """TAG subscriptions are fine; others need enablePropertyFilter and must compile."""
         try:
             obj = jj.as_dict(jj.loads(bytes(cmd.body) or b"{}"))
         except ProtocolError as exc:
@@ -110,6 +114,13 @@ class ConsumerProcessor:
         sub = obj.get("subscriptionData")
         if sub is not None:
             sd = SubscriptionData.from_obj(sub)
-            if sd.expression_type != "TAG":
-                return error(cmd, ResponseCode.SYSTEM_ERROR, "The broker does not support consumer to filter message by SQL92")
+            if not is_tag_type(sd.expression_type):
+                if not self.broker.config.enable_property_filter:
+                    return error(
+                        cmd, ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {sd.expression_type}"
+                    )
+                try:
+                    compile_filter(sd.expression_type, sd.sub_string)
+                except SQL92ParseError as exc:
+                    return error(cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
         return cmd.response(ResponseCode.SUCCESS)

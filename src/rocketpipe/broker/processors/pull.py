@@ -23,6 +23,9 @@ from ...protocol.codes import RequestCode, ResponseCode
 from ...protocol.command import RemotingCommand
 from ...protocol.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
 from ...transport import Connection, Router
+from ...store.api import GetResult, GetStatus
+from ..filter.manager import compile_filter, is_tag_type, record_properties, record_queue_offset
+from ..filter.sql92 import SQL92ParseError, Sql92Expression
 from ..pull_hold import HeldPull
 from .common import decode_header, error, require
 
@@ -142,6 +145,10 @@ class PullProcessor:
         codes = self._filter_codes(cmd, h, group, topic, gcfg)
         if isinstance(codes, RemotingCommand):
             return codes
+        sql: Sql92Expression | None = None
+        if isinstance(codes, Sql92Expression):
+            # SQL92: no tags-code prefilter; records are matched on their properties
+            sql, codes = codes, None
         tag_filter = None
         if codes is not None and not sys_flag & sf.PULL_CLASS_FILTER:
             wanted = codes
@@ -162,7 +169,10 @@ class PullProcessor:
         kwargs: dict[str, Any] = {}
         if h.max_msg_bytes is not None and h.max_msg_bytes > 0:
             kwargs["max_total_bytes"] = h.max_msg_bytes
-        result = b.store.get_message(topic, queue_id, offset, max_nums, tag_filter=tag_filter, **kwargs)
+        if sql is not None and not sys_flag & sf.PULL_CLASS_FILTER:
+            result = self._get_message_sql(topic, queue_id, offset, max_nums, sql, kwargs)
+        else:
+            result = b.store.get_message(topic, queue_id, offset, max_nums, tag_filter=tag_filter, **kwargs)
         status = getattr(result.status, "name", str(result.status))
         code = pull_response_code(status, offset)
         # Piggy-backed commit: first pass only, whatever the result (PullMessageProcessor step 14).
@@ -193,19 +203,83 @@ class PullProcessor:
         )
         body: bytes | memoryview = b""
         if code == ResponseCode.SUCCESS:
+            b.stats.on_get(topic, result.message_count)
             bufs = result.buffers
             body = bufs[0] if len(bufs) == 1 else b"".join(bufs)
         return cmd.response(int(code), status, rh.to_ext_fields(), body)
 
+    def _get_message_sql(
+        self, topic: str, queue_id: int, offset: int, max_nums: int, sql: Sql92Expression, kwargs: dict[str, Any]
+    ) -> GetResult:
+        """``getMessage`` with an SQL92 filter (``isMatchedByCommitLog`` on each record's properties).
+
+        The store filters only on tags codes, so unfiltered reads are matched here, repeated from
+        the returned ``next_begin_offset`` until ``max_nums`` records matched or the scan window
+        (``max(maxFilterMessageSize, maxMsgNums * 20)`` consume-queue bytes) is used up. Nothing
+        matching in the window gives NO_MATCHED_MESSAGE with ``next_begin_offset`` past the
+        scanned entries (-> PULL_RETRY_IMMEDIATELY), as in Java.
+        """
+        store = self.broker.store
+        max_scan = max(store.config.max_filter_message_size, max_nums * 20) // 20
+        max_bytes = min(kwargs.get("max_total_bytes", 1 << 62), store.config.max_transfer_bytes_on_message_in_memory)
+        matched: list[memoryview | bytes] = []
+        total = 0
+        cur = offset
+        first: GetResult | None = None
+        last: GetResult | None = None
+        full = False
+        while not full and len(matched) < max_nums and cur - offset < max_scan:
+            r = store.get_message(topic, queue_id, cur, max_nums - len(matched), **kwargs)
+            if first is None:
+                first = r
+                if r.status is not GetStatus.FOUND:
+                    return r  # offset / queue statuses and MESSAGE_WAS_REMOVING pass through
+            elif r.status is not GetStatus.FOUND:
+                break
+            last = r
+            for buf in r.buffers:
+                if sql.matches(record_properties(buf)):
+                    if matched and total + len(buf) > max_bytes:
+                        # byte cap reached: this record is read again by the next pull
+                        cur, full = record_queue_offset(buf), True
+                        break
+                    matched.append(buf)
+                    total += len(buf)
+            if full:
+                break
+            if r.next_begin_offset <= cur:
+                break
+            cur = r.next_begin_offset
+        assert first is not None
+        ref = last or first
+        status = GetStatus.FOUND if matched else GetStatus.NO_MATCHED_MESSAGE
+        return GetResult(status, cur, ref.min_offset, ref.max_offset, matched, len(matched), total)
+
+    def _compile_sql(
+        self, cmd: RemotingCommand, expr_type: str, expression: str | None
+    ) -> RemotingCommand | Sql92Expression:
+        """enablePropertyFilter check (SYSTEM_ERROR) then compile (SUBSCRIPTION_PARSE_FAILED)."""
+        if not self.broker.config.enable_property_filter:
+            return error(cmd, ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {expr_type}")
+        try:
+            return compile_filter(expr_type, expression)
+        except SQL92ParseError as exc:
+            return error(cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription failed: {exc}")
+
     def _filter_codes(
         self, cmd: RemotingCommand, h: PullMessageRequestHeader, group: str, topic: str, gcfg: Any
-    ) -> RemotingCommand | frozenset[int] | None:
-        """Resolve the subscription: from the header (FLAG_SUBSCRIPTION) or the heartbeat registry."""
+    ) -> RemotingCommand | frozenset[int] | Sql92Expression | None:
+        """Resolve the subscription: from the header (FLAG_SUBSCRIPTION) or the heartbeat registry.
+
+        Returns an error response, the TAG code set (None = all) or a compiled SQL92 selector.
+        """
         b = self.broker
         if (h.sys_flag or 0) & sf.PULL_SUBSCRIPTION:
             expr_type = h.expression_type or "TAG"
-            if expr_type != "TAG":
-                return error(cmd, ResponseCode.SYSTEM_ERROR, "The broker does not support consumer to filter message by SQL92")
+            if not is_tag_type(expr_type):
+                # Java compiles via ConsumerFilterManager.build and (assertions off) silently
+                # matches everything when that fails; answering SUBSCRIPTION_PARSE_FAILED is stricter.
+                return self._compile_sql(cmd, expr_type, h.subscription)
             try:
                 sd = SubscriptionData.build(topic, h.subscription, expr_type)
             except InvalidArgumentError as exc:
@@ -222,6 +296,15 @@ class PullProcessor:
         if (getattr(sub, "sub_version", 0) or 0) < (h.sub_version or 0):
             return error(cmd, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
         expr_type = getattr(sub, "expression_type", None) or "TAG"
-        if expr_type != "TAG":
-            return error(cmd, ResponseCode.SYSTEM_ERROR, "The broker does not support consumer to filter message by SQL92")
+        if not is_tag_type(expr_type):
+            fd = b.consumer_filters.get(topic, group)
+            if fd is None:
+                return error(
+                    cmd, ResponseCode.FILTER_DATA_NOT_EXIST, "The broker's consumer filter data is not exist!Your expression may be wrong!"
+                )
+            if fd.client_version < (h.sub_version or 0):
+                return error(cmd, ResponseCode.FILTER_DATA_NOT_LATEST, "the consumer's consumer filter data not latest")
+            if not b.config.enable_property_filter:
+                return error(cmd, ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {expr_type}")
+            return fd.compiled
         return tag_code_set(getattr(sub, "sub_string", None))

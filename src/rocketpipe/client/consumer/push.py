@@ -60,6 +60,7 @@ from .push_controls import ConsumeMessageHook, ControlledPullLoop, PushControls,
 from .pull import PullLoop, PullRequest, PullSettings
 from .rebalance import plan_rebalance
 from .retry import default_delay_level, effective_max_reconsume_times, retry_topic
+from .selector import MessageSelector
 
 if TYPE_CHECKING:
     from ..producer.producer import Producer
@@ -262,19 +263,28 @@ class PushConsumer:
         """This consumer's client id (``ip@instance``)."""
         return self._runtime.client_id
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Subscribe to ``topic`` with a TAG expression (``"*"`` or ``"a || b"``).
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*", *, expression_type: str = "TAG") -> None:
+        """Subscribe to ``topic`` with a TAG expression (``"*"`` or ``"a || b"``) or an SQL92 selector.
 
-        After :meth:`start`, triggers a heartbeat and a rebalance.
+        ``subscribe(t, "a > 5", expression_type="SQL92")`` and
+        ``subscribe(t, MessageSelector.by_sql("a > 5"))`` are equivalent (Java
+        ``subscribe(topic, MessageSelector)``). SQL92 is evaluated by the broker only (no
+        client-side re-filtering); it needs ``enablePropertyFilter=true`` there, which
+        :meth:`start` checks with CHECK_CLIENT_CONFIG. After :meth:`start`, triggers a
+        heartbeat and a rebalance.
 
         Raises:
-            InvalidArgumentError: empty topic or unparsable expression; ClientClosedError.
+            InvalidArgumentError: empty topic or unparsable/empty expression; ClientClosedError.
         """
         if self._closed:
             raise ClientClosedError("consumer is closed")
         if not topic:
             raise InvalidArgumentError("topic must not be empty")
-        self._subscriptions[topic] = SubscriptionData.build(topic, expression, sub_version=self._clock.now_ms())
+        if isinstance(expression, MessageSelector):
+            expression, expression_type = expression.expression, expression.expression_type
+        self._subscriptions[topic] = SubscriptionData.build(
+            topic, expression, expression_type, sub_version=self._clock.now_ms()
+        )
         self._on_subscription_changed()
 
     def unsubscribe(self, topic: str) -> None:
@@ -367,6 +377,9 @@ class PushConsumer:
 
         Raises:
             InvalidArgumentError: no listener or no subscription.
+            BrokerError: a broker rejected a non-TAG (SQL92) subscription on CHECK_CLIENT_CONFIG
+                (SYSTEM_ERROR when its ``enablePropertyFilter`` is off, SUBSCRIPTION_PARSE_FAILED
+                for an invalid selector); the consumer is closed before this is raised.
             ClientClosedError: already closed.
         """
         if self._closed:
@@ -432,6 +445,11 @@ class PushConsumer:
             )
         self._dispatcher.start()
         await self._refresh_routes()
+        try:
+            await self._check_client_in_broker()
+        except RocketMQError:
+            await self.close()
+            raise
         await rt.send_heartbeat_to_all_brokers()
         await self.rebalance()
         self._control_tasks = [
@@ -679,6 +697,30 @@ class PushConsumer:
                 raise
             except Exception:
                 log.exception("rebalance failed group=%s", self.group)
+
+    async def _check_client_in_broker(self) -> None:
+        """CHECK_CLIENT_CONFIG for each non-TAG subscription (``MQClientInstance.checkClientInBroker``).
+
+        Asks the master of one broker serving the topic (Java assumes every broker of a
+        cluster shares the configuration); topics without a known route are skipped.
+
+        Raises:
+            BrokerError: the broker rejects the subscription (SYSTEM_ERROR: filter type not
+                enabled; SUBSCRIPTION_PARSE_FAILED: the expression does not compile).
+        """
+        rt = self._runtime
+        for sd in list(self._subscriptions.values()):
+            if sd.expression_type in ("", "TAG"):
+                continue
+            route = rt.cached_route(sd.topic)
+            addr = None
+            for bd in sorted(route.broker_datas or (), key=lambda d: d.broker_name) if route is not None else ():
+                addr = rt.find_broker_addr(bd.broker_name)
+                if addr is not None:
+                    break
+            if addr is None:
+                continue
+            await rpc.check_client_config(rt.pool, addr, rt.client_id, self.group, sd, rt.config.request_timeout)
 
     async def _refresh_routes(self) -> None:
         for topic in list(self._subscriptions):

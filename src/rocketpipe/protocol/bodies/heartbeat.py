@@ -71,7 +71,8 @@ class SubscriptionData:
 
         Empty/None/``*`` become ``*`` with empty sets; otherwise the expression is split on
         ``||``, each tag trimmed, empty tags dropped, and each kept tag's Java hash added to
-        :attr:`code_set`. A blank ``expression_type`` keeps ``TAG``.
+        :attr:`code_set`. A blank ``expression_type`` keeps ``TAG``. Other types (``SQL92``)
+        keep the expression verbatim with empty tag sets (``FilterAPI.build``).
 
         Args:
             topic: topic.
@@ -81,12 +82,19 @@ class SubscriptionData:
 
         Raises:
             InvalidArgumentError: the expression is only ``||`` separators (Java: "subString split error").
+                Also an empty non-TAG expression.
         """
         sd = cls(topic=topic, sub_string=sub_string or SUB_ALL)
         if sub_version is not None:
             sd.sub_version = sub_version
         if expression_type and expression_type.strip():
             sd.expression_type = expression_type
+        if sd.expression_type != EXPRESSION_TYPE_TAG:
+            # FilterAPI.build: non-TAG expressions are kept verbatim, no tag sets
+            if not sub_string:
+                raise InvalidArgumentError(f"Expression can't be null! {sd.expression_type}")
+            sd.sub_string = sub_string
+            return sd
         if not sub_string or sub_string == SUB_ALL:
             sd.sub_string = SUB_ALL
             return sd

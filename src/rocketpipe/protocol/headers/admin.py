@@ -1,7 +1,7 @@
 """Admin and lookup headers (L1, sans-IO): UPDATE_AND_CREATE_TOPIC (17), GET_TOPIC_STATS_INFO
 (202), GET_CONSUME_STATS (208), GET_CONSUMER_CONNECTION_LIST (203), VIEW_MESSAGE_BY_ID (33),
 QUERY_MESSAGE (12), DELETE_TOPIC_IN_BROKER (215), DELETE_SUBSCRIPTIONGROUP (207),
-QUERY_TOPIC_CONSUME_BY_WHO (300).
+QUERY_TOPIC_CONSUME_BY_WHO (300), GET_TOPIC_CONFIG (351).
 
 UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) has no header: its body is a
 ``SubscriptionGroupConfig`` (see :mod:`rocketpipe.protocol.bodies.admin`).
@@ -22,6 +22,7 @@ __all__ = [
     "DeleteTopicRequestHeader",
     "GetConsumeStatsRequestHeader",
     "GetConsumerConnectionListRequestHeader",
+    "GetTopicConfigRequestHeader",
     "GetTopicStatsInfoRequestHeader",
     "QueryMessageRequestHeader",
     "QueryMessageResponseHeader",
@@ -187,5 +188,19 @@ class QueryTopicConsumeByWhoRequestHeader(TopicRequestHeader):
     """QUERY_TOPIC_CONSUME_BY_WHO (300) request (Java ``QueryTopicConsumeByWhoRequestHeader``)."""
 
     REQUEST_CODE: ClassVar[int] = RequestCode.QUERY_TOPIC_CONSUME_BY_WHO
+
+    topic: str | None = wire("topic", required=True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetTopicConfigRequestHeader(TopicRequestHeader):
+    """GET_TOPIC_CONFIG (351) request (Java 5.x ``GetTopicConfigRequestHeader``).
+
+    Attributes:
+        topic: topic (required).
+        lo: inherited; ``True`` asks for the static-topic mapping too.
+    """
+
+    REQUEST_CODE: ClassVar[int] = RequestCode.GET_TOPIC_CONFIG
 
     topic: str | None = wire("topic", required=True)

@@ -1,0 +1,107 @@
+"""Broker run-time counters (L3) behind GET_BROKER_RUNTIME_INFO (28).
+
+Mirrors the cheap part of ``StoreStatsService`` (put/get totals sampled once a second into
+``putTps``/``getTransferredTps`` style ``"<10s> <60s> <600s>"`` strings) and ``BrokerStats``
+(``msgPutTotal*``/``msgGetTotal*``). Plain integers bumped by the event loop; no locks.
+
+Differences, kept on purpose: the ``...WithoutSystemTopic`` counters skip the topics of
+:func:`is_system_topic` (``TopicValidator.isSystemTopic`` + retry/DLQ) and are counted at the
+broker's put (scheduled deliveries excepted: Java counts in the send processor), and the
+``*Morning`` snapshots stay 0 (Java takes them daily from the next midnight on, so a fresh
+Java broker reports 0 as well).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Final
+
+#: StoreStatsService.MAX_RECORDS_OF_SAMPLING (one sample a second, 10 minutes)
+MAX_SAMPLES: Final = 600
+#: TPS windows (samples back), StoreStatsService.getPutTps(): 10 s, 1 min, 10 min
+WINDOWS: Final = (10, 60, 600)
+#: TopicValidator.SYSTEM_TOPIC_SET (4.9/5.x common part)
+_SYSTEM_TOPICS: Final = frozenset(
+    {
+        "TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT",
+    }
+)
+
+
+def is_system_topic(topic: str) -> bool:
+    """``TopicValidator.isSystemTopic`` (set or ``rmq_sys_`` prefix), plus retry and DLQ topics."""
+    return topic in _SYSTEM_TOPICS or topic.startswith(("rmq_sys_", "%RETRY%", "%DLQ%"))
+
+
+class BrokerStats:
+    """Counters and per-second samples.
+
+    Args:
+        boot_ms: broker start (wall clock, ms): ``bootTimestamp``.
+
+    Attributes:
+        put_times_total: messages stored (``putMessageTimesTotal``, system topics included).
+        put_size_total: bytes stored (``putMessageSizeTotal``).
+        put_nums: messages stored into non-system topics (``msgPutTotalTodayNow``).
+        get_nums: messages handed to pull/pop consumers from non-system topics (``msgGetTotalTodayNow``).
+        get_transferred: messages handed to pull/pop consumers (``getMessageTransferredMsgCount``).
+    """
+
+    def __init__(self, boot_ms: int) -> None:
+        self.boot_ms = boot_ms
+        self.put_times_total = 0
+        self.put_size_total = 0
+        self.put_nums = 0
+        self.get_nums = 0
+        self.get_transferred = 0
+        self._puts: deque[tuple[int, int]] = deque(maxlen=MAX_SAMPLES + 1)
+        self._gets: deque[tuple[int, int]] = deque(maxlen=MAX_SAMPLES + 1)
+
+    def on_put(self, topic: str, msgs: int, size: int, *, counted: bool = True) -> None:
+        """Count ``msgs`` messages (``size`` bytes) stored into ``topic``.
+
+        ``counted=False`` (a scheduled delivery, which Java puts without the send processor)
+        leaves :attr:`put_nums` alone.
+        """
+        self.put_times_total += msgs
+        self.put_size_total += size
+        if counted and not is_system_topic(topic):
+            self.put_nums += msgs
+
+    def on_get(self, topic: str, msgs: int) -> None:
+        """Count ``msgs`` messages handed to a consumer from ``topic``."""
+        self.get_transferred += msgs
+        if not is_system_topic(topic):
+            self.get_nums += msgs
+
+    def sample(self, now_ms: int) -> None:
+        """Take the once-a-second snapshot (``StoreStatsService.sampling``)."""
+        self._puts.append((now_ms, self.put_times_total))
+        self._gets.append((now_ms, self.get_transferred))
+
+    @staticmethod
+    def _tps(samples: deque[tuple[int, int]]) -> str:
+        # StoreStatsService.getPutTps(): "<10> <60> <600>", a window without enough samples is "".
+        parts = []
+        for window in WINDOWS:
+            if len(samples) > window:
+                (t0, v0), (t1, v1) = samples[-(window + 1)], samples[-1]
+                parts.append(repr(float((v1 - v0) / (t1 - t0) * 1000)) if t1 > t0 else "0.0")
+            else:
+                parts.append("")
+        return " ".join(parts)
+
+    def put_tps(self) -> str:
+        """``putTps``."""
+        return self._tps(self._puts)
+
+    def get_transferred_tps(self) -> str:
+        """``getTransferredTps`` (4.9: ``getTransferedTps``)."""
+        return self._tps(self._gets)
+
+
+def format_runtime(elapsed_ms: int) -> str:
+    """``StoreStatsService.getFormatRuntime``: ``[ d days, h hours, m minutes, s seconds ]``."""
+    s = max(0, elapsed_ms) // 1000
+    return f"[ {s // 86400} days, {s % 86400 // 3600} hours, {s % 3600 // 60} minutes, {s % 60} seconds ]"

@@ -1,0 +1,146 @@
+"""Helpers of the interop tests (imported by conftest.py and the test modules).
+
+A module of its own (not conftest.py) so that ``from interop_support import ...`` is never
+confused with another directory's conftest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rocketpipe.testing.apache import JVM_OPTS, ApacheCluster, ApacheUnavailableError, _home_props, _java_env, resolve_classpath
+
+INTEROP_DIR = Path(__file__).resolve().parent
+JAVA_PROJECT = INTEROP_DIR / "java"
+
+#: Official Java client versions the Java → rocketpipe scenarios run with, by label.
+JAVA_CLIENT_VERSIONS: dict[str, str] = {
+    "java-5": os.environ.get("ROCKETPIPE_JAVA5_CLIENT_VERSION", "5.3.3"),
+    "java-4": os.environ.get("ROCKETPIPE_JAVA4_CLIENT_VERSION", "4.9.8"),
+}
+
+#: Start-up, build and scenario durations, printed at the end of the session.
+TIMINGS: dict[str, float] = {}
+
+
+@dataclass
+class Target:
+    """Where a client test talks to: ``kind`` is ``embedded``, ``apache-5`` or ``apache-4``."""
+
+    kind: str
+    namesrv_addr: str
+    broker_addr: str
+    broker_name: str
+    apache: ApacheCluster | None = None
+
+    @property
+    def is_apache(self) -> bool:
+        return self.apache is not None
+
+
+# ------------------------------------------------------------------------------ Java scenarios
+
+
+@dataclass
+class JavaClient:
+    """The scenario project built against one official client version."""
+
+    label: str
+    version: str
+    classpath: list[str]
+    home: Path
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+    async def run(self, scenario: str, namesrv_addr: str, *args: str, timeout: float = 90.0) -> dict[str, Any]:
+        """Run ``io.rocketpipe.interop.<scenario> <namesrv> args``; its last stdout line is JSON."""
+        cmd = [
+            "java",
+            "-Xms64m",
+            "-Xmx192m",
+            *JVM_OPTS[3:],
+            *(f"-D{k}={v}" for k, v in _home_props(self.home).items()),
+            "-cp",
+            os.pathsep.join(self.classpath),
+            f"io.rocketpipe.interop.{scenario}",
+            namesrv_addr,
+            *args,
+        ]
+        t0 = time.monotonic()
+        proc = await asyncio.create_subprocess_exec(
+            *cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=_java_env(self.home), cwd=self.home, start_new_session=True
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), timeout)
+        except TimeoutError:
+            proc.kill()
+            out, err = await proc.communicate()
+            raise AssertionError(f"{scenario} ({self.label}) timed out after {timeout}s\nstdout:\n{out.decode()[-3000:]}\nstderr:\n{err.decode()[-3000:]}") from None
+        TIMINGS[f"{self.label} {scenario}"] = time.monotonic() - t0
+        lines = [line for line in out.decode().splitlines() if line.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            raise AssertionError(f"{scenario} ({self.label}) exited {proc.returncode}\nstdout:\n{out.decode()[-3000:]}\nstderr:\n{err.decode()[-3000:]}")
+        result: dict[str, Any] = json.loads(lines[-1])
+        return result
+
+    async def mqadmin(self, namesrv_addr: str, *args: str, timeout: float = 60.0) -> tuple[int, str]:
+        """Run ``mqadmin <args> -n <namesrv>`` (rocketmq-tools of this version): (exit code, stdout+stderr)."""
+        cmd = [
+            "java",
+            "-Xms64m",
+            "-Xmx128m",
+            *JVM_OPTS[3:],
+            *(f"-D{k}={v}" for k, v in _home_props(self.home).items()),
+            "-cp",
+            os.pathsep.join(self.classpath),
+            "org.apache.rocketmq.tools.command.MQAdminStartup",
+            *args,
+            "-n",
+            namesrv_addr,
+        ]
+        t0 = time.monotonic()
+        proc = await asyncio.create_subprocess_exec(
+            *cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=_java_env(self.home), cwd=self.home, start_new_session=True
+        )
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+        except TimeoutError:
+            proc.kill()
+            out, _ = await proc.communicate()
+            raise AssertionError(f"mqadmin {' '.join(args)} ({self.label}) timed out after {timeout}s:\n{out.decode()[-3000:]}") from None
+        TIMINGS[f"{self.label} mqadmin {args[0]}"] = time.monotonic() - t0
+        assert proc.returncode is not None
+        return proc.returncode, out.decode(errors="replace")
+
+
+def build_java_project(version: str, home: Path) -> list[str]:
+    """``mvn -q [-o] package`` of tests/interop/java for client ``version``; the run classpath."""
+    deps = resolve_classpath(version, JAVA_PROJECT / "pom.xml")
+    build_dir = f"target/client-{version}"
+    classes = JAVA_PROJECT / build_dir / "classes"
+    sources = sorted((JAVA_PROJECT / "src").rglob("*.java"))
+    newest_source = max(p.stat().st_mtime for p in [*sources, JAVA_PROJECT / "pom.xml"])
+    stamp = classes / ".built"
+    if not stamp.exists() or stamp.stat().st_mtime < newest_source:
+        errors = ""
+        for offline in (True, False):
+            cmd = ["mvn", "-B", "-q", *(["-o"] if offline else []), "-f", str(JAVA_PROJECT / "pom.xml"), f"-Drocketmq.version={version}", f"-Dbuild.dir={build_dir}", "compile"]
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+            if proc.returncode == 0:
+                break
+            errors = (proc.stdout + proc.stderr)[-4000:]
+        else:
+            raise ApacheUnavailableError(f"building {JAVA_PROJECT} with rocketmq-client {version} failed:\n{errors}")
+        stamp.touch()
+    return [str(classes), *deps]
+
+
