@@ -50,6 +50,7 @@ from ..protocol.headers.route import RegisterBrokerRequestHeader, UnRegisterBrok
 from ..store import MessageInner, MessageStore, PutResult, StoreConfig
 from ..store.json_file import load_json, save_json
 from ..transport import Connection, ConnectionPool, RemotingServer, Router
+from ..transport.periodic import periodic
 from .config import BrokerConfig
 from .filter.manager import ConsumerFilterManager
 from .flush import GroupCommit
@@ -457,22 +458,7 @@ class Broker:
     # ------------------------------------------------------------------ loops
     async def _periodic(self, name: str, interval_s: float, fn: Callable[[], Awaitable[None]], wake: asyncio.Event | None = None) -> None:
         """Run ``fn`` every ``interval_s`` seconds (or when ``wake`` is set); log and survive errors."""
-        while True:
-            if wake is None:
-                await asyncio.sleep(interval_s)
-            else:
-                try:
-                    async with asyncio.timeout(interval_s):
-                        await wake.wait()
-                except TimeoutError:
-                    pass
-                wake.clear()
-            try:
-                await fn()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # noqa: BLE001 - a loop survives one bad iteration
-                log.exception("broker loop %s iteration failed", name)
+        await periodic(name, interval_s, fn, initial_delay=interval_s, wake=wake, logger=log)
 
     async def _register_loop(self) -> None:
         if not self.config.namesrv_addrs:

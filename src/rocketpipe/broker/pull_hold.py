@@ -32,6 +32,8 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocol.message import int32
+
 
 @dataclass(slots=True, eq=False)
 class HeldPull:
@@ -66,18 +68,13 @@ class HeldPull:
         """True when a message with ``tags_code`` passes this pull's tag filter (None = unknown)."""
         if self.code_set is None or tags_code is None:
             return True
-        return _int32(tags_code) in self.code_set
+        return int32(tags_code) in self.code_set
 
     def matches_any(self, tags_codes: tuple[int | None, ...]) -> bool:
         """True when any of ``tags_codes`` passes the filter (an empty tuple never matches)."""
         if self.code_set is None:
             return bool(tags_codes)
         return any(self.matches(c) for c in tags_codes)
-
-
-def _int32(v: int) -> int:
-    v &= 0xFFFFFFFF
-    return v - (1 << 32) if v & 0x80000000 else v
 
 
 class PullHoldTable:

@@ -10,35 +10,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
-DLQ_GROUP_TOPIC_PREFIX: Final = "%DLQ%"
+from ..protocol.names import DLQ_GROUP_TOPIC_PREFIX as DLQ_GROUP_TOPIC_PREFIX
+from ..protocol.names import RETRY_GROUP_TOPIC_PREFIX as RETRY_GROUP_TOPIC_PREFIX
+from ..protocol.names import dlq_topic as dlq_topic
+from ..protocol.names import group_of_retry_topic as group_of_retry_topic
+from ..protocol.names import is_retry_topic as is_retry_topic
+from ..protocol.names import retry_topic as retry_topic
+
 #: MixAll.DLQ_NUMS_PER_GROUP
 DLQ_NUMS_PER_GROUP: Final = 1
 #: SubscriptionGroupConfig.retryMaxTimes default
 DEFAULT_RETRY_MAX_TIMES: Final = 16
 #: MQVersion.V3_4_9: requests at least this new have their ``maxReconsumeTimes`` honoured.
 VERSION_HONOUR_MAX_RECONSUME: Final = 121
-
-
-def retry_topic(group: str) -> str:
-    """Return ``%RETRY%<group>``."""
-    return RETRY_GROUP_TOPIC_PREFIX + group
-
-
-def dlq_topic(group: str) -> str:
-    """Return ``%DLQ%<group>``."""
-    return DLQ_GROUP_TOPIC_PREFIX + group
-
-
-def is_retry_topic(topic: str) -> bool:
-    """True for ``%RETRY%…`` topics."""
-    return topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
-
-
-def group_of_retry_topic(topic: str) -> str:
-    """Return the group of ``%RETRY%<group>`` (``KeyBuilder.parseGroup``; POP v2 ``+topic`` cut)."""
-    group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
-    return group.split("+", 1)[0]
 
 
 def max_reconsume_times(header_value: int | None, group_retry_max_times: int, request_version: int) -> int:

@@ -23,11 +23,10 @@ from typing import Any, Final
 
 from ..errors import InvalidArgumentError
 from ..protocol import message as pm
+from ..protocol.names import SCHEDULE_TOPIC as SCHEDULE_TOPIC
 
 log = logging.getLogger(__name__)
 
-#: TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
-SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"
 #: TopicValidator.RMQ_SYS_TRANS_HALF_TOPIC (scheduled copies of it are discarded)
 TRANS_HALF_TOPIC: Final = "RMQ_SYS_TRANS_HALF_TOPIC"
 

@@ -15,14 +15,14 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Final
 
 from ..protocol import sysflag as sf
+from ..protocol.names import AUTO_CREATE_TOPIC_KEY_TOPIC as AUTO_CREATE_TOPIC_KEY_TOPIC
+from ..protocol.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+from ..protocol.names import SCHEDULE_TOPIC as SCHEDULE_TOPIC
 
 log = logging.getLogger(__name__)
 
-#: MixAll.AUTO_CREATE_TOPIC_KEY_TOPIC
-AUTO_CREATE_TOPIC_KEY_TOPIC: Final = "TBW102"
 SELF_TEST_TOPIC: Final = "SELF_TEST_TOPIC"
 OFFSET_MOVED_EVENT: Final = "OFFSET_MOVED_EVENT"
-SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"
 TRANS_HALF_TOPIC: Final = "RMQ_SYS_TRANS_HALF_TOPIC"
 TRANS_OP_HALF_TOPIC: Final = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 TRANS_CHECK_MAX_TIME_TOPIC: Final = "TRANS_CHECK_MAX_TIME_TOPIC"
@@ -48,7 +48,7 @@ def validate_topic(topic: str | None) -> str | None:
         return "The specified topic is blank."
     if not _VALID_NAME.match(topic):
         return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-    limit = RETRY_TOPIC_MAX_LENGTH if topic.startswith(("%RETRY%", "%DLQ%")) else TOPIC_MAX_LENGTH
+    limit = RETRY_TOPIC_MAX_LENGTH if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)) else TOPIC_MAX_LENGTH
     if len(topic) > limit:
         return f"The specified topic is longer than topic max length {limit}."
     return None

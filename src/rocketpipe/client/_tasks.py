@@ -2,17 +2,18 @@
 
 :class:`TaskOwner` runs an :class:`asyncio.TaskGroup` inside one supervisor task, so that a
 component can be started by one coroutine and closed by another (the sync facade calls each
-method from a separate task). :func:`periodic` is the ``scheduleAtFixedRate`` replacement:
-a loop on loop time with an optional :class:`asyncio.Event` wake-up that logs and survives
-per-iteration errors.
+method from a separate task). :func:`periodic` (re-exported from
+:mod:`rocketpipe.transport.periodic`) is the ``scheduleAtFixedRate`` replacement.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any, TypeVar
+
+from ..transport.periodic import periodic as periodic
 
 log = logging.getLogger(__name__)
 
@@ -85,35 +86,3 @@ class TaskOwner:
                 raise
         except BaseException as exc:  # a child failed: already logged by periodic()
             log.warning("%s: background task failed: %r", self._name, exc)
-
-
-async def periodic(
-    name: str,
-    interval: float,
-    fn: Callable[[], Awaitable[object]],
-    *,
-    initial_delay: float = 0.0,
-    wake: asyncio.Event | None = None,
-) -> None:
-    """Call ``fn`` every ``interval`` seconds (first after ``initial_delay``) until cancelled.
-
-    ``wake.set()`` runs ``fn`` at once. Exceptions of ``fn`` are logged and the loop goes on.
-    """
-    delay = initial_delay
-    while True:
-        if wake is None:
-            await asyncio.sleep(delay)
-        else:
-            try:
-                async with asyncio.timeout(delay):
-                    await wake.wait()
-            except TimeoutError:
-                pass
-            wake.clear()
-        try:
-            await fn()
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("periodic task %s failed", name)
-        delay = interval

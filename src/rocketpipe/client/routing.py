@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any
 
 from ..protocol.message import MessageQueue
+from ..protocol.names import AUTO_CREATE_TOPIC_KEY_TOPIC as AUTO_CREATE_TOPIC_KEY_TOPIC
+from ..protocol.names import MASTER_ID as MASTER_ID
 from ..protocol.sysflag import is_readable, is_writeable
 
-#: MixAll.MASTER_ID
-MASTER_ID: Final = 0
-#: TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC
-AUTO_CREATE_TOPIC_KEY_TOPIC: Final = "TBW102"
 
 
 def broker_addr_table(route: Any) -> dict[str, dict[int, str]]:

@@ -28,6 +28,7 @@ from typing import Final
 
 from ..protocol.bodies.register import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from ..protocol.bodies.route import BrokerData, ClusterInfo, QueueData, TopicList, TopicRouteData
+from ..protocol.names import MASTER_ID
 from ..protocol.sysflag import PERM_WRITE
 
 __all__ = [
@@ -40,8 +41,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: ``MixAll.MASTER_ID``.
-MASTER_ID: Final = 0
 #: ``RouteInfoManager.DEFAULT_BROKER_CHANNEL_EXPIRED_TIME``: 120 s without registration.
 DEFAULT_BROKER_CHANNEL_EXPIRED_MS: Final = 120_000
 

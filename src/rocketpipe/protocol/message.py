@@ -71,6 +71,15 @@ SYSTEM_PROPERTY_NAMES: Final = frozenset({
 _UTF16_NATIVE: Final = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
 
 
+def int32(v: int) -> int:
+    """Wrap ``v`` to a signed 32-bit int, as a Java ``(int)`` cast of a ``long`` does.
+
+    Consume-queue tags codes are 8 bytes wide; filters compare them as Java ``int`` hashes.
+    """
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
 def java_string_hash(s: str) -> int:
     """Return Java's ``String.hashCode`` of ``s`` as a signed 32-bit int.
 
@@ -80,7 +89,7 @@ def java_string_hash(s: str) -> int:
     h = 0
     for c in memoryview(s.encode(_UTF16_NATIVE, "surrogatepass")).cast("H"):
         h = (31 * h + c) & 0xFFFFFFFF
-    return h - 0x100000000 if h & 0x80000000 else h
+    return int32(h)
 
 
 def tag_code(tags: str | None) -> int:
@@ -134,8 +143,34 @@ class MessageQueue:
         return f"MessageQueue [topic={self.topic}, brokerName={self.broker_name}, queueId={self.queue_id}]"
 
 
+class _PropertyAccessors:
+    """Read-only views of system properties shared by :class:`Message` and :class:`MessageExt`."""
+
+    __slots__ = ()
+    properties: dict[str, str]
+
+    @property
+    def tags(self) -> str | None:
+        """The ``TAGS`` property."""
+        return self.properties.get(PROPERTY_TAGS)
+
+    @property
+    def keys(self) -> str | None:
+        """The ``KEYS`` property (space-separated)."""
+        return self.properties.get(PROPERTY_KEYS)
+
+    @property
+    def delay_time_level(self) -> int:
+        """The ``DELAY`` property as an int (0 = none)."""
+        v = self.properties.get(PROPERTY_DELAY_TIME_LEVEL)
+        try:
+            return int(v) if v else 0
+        except ValueError:
+            return 0
+
+
 @dataclass(slots=True)
-class Message:
+class Message(_PropertyAccessors):
     """A message to send (``common.message.Message``).
 
     Attributes:
@@ -186,32 +221,13 @@ class Message:
         return cls(topic, body.encode() if isinstance(body, str) else bytes(body), flag, props)
 
     @property
-    def tags(self) -> str | None:
-        """The ``TAGS`` property."""
-        return self.properties.get(PROPERTY_TAGS)
-
-    @property
-    def keys(self) -> str | None:
-        """The ``KEYS`` property (space-separated)."""
-        return self.properties.get(PROPERTY_KEYS)
-
-    @property
-    def delay_time_level(self) -> int:
-        """The ``DELAY`` property as an int (0 = none)."""
-        v = self.properties.get(PROPERTY_DELAY_TIME_LEVEL)
-        try:
-            return int(v) if v else 0
-        except ValueError:
-            return 0
-
-    @property
     def unique_key(self) -> str | None:
         """The ``UNIQ_KEY`` property (the client-side msgId)."""
         return self.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
 
 
 @dataclass(slots=True)
-class MessageExt:
+class MessageExt(_PropertyAccessors):
     """A stored message as decoded from a commit-log record (``MessageExt``/``MessageClientExt``).
 
     Attributes:
@@ -252,25 +268,6 @@ class MessageExt:
     def msg_id(self) -> str:
         """The user-visible id: ``UNIQ_KEY`` when present, else ``offset_msg_id``."""
         return self.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or self.offset_msg_id
-
-    @property
-    def tags(self) -> str | None:
-        """The ``TAGS`` property."""
-        return self.properties.get(PROPERTY_TAGS)
-
-    @property
-    def keys(self) -> str | None:
-        """The ``KEYS`` property."""
-        return self.properties.get(PROPERTY_KEYS)
-
-    @property
-    def delay_time_level(self) -> int:
-        """The ``DELAY`` property as an int (0 = none)."""
-        v = self.properties.get(PROPERTY_DELAY_TIME_LEVEL)
-        try:
-            return int(v) if v else 0
-        except ValueError:
-            return 0
 
     @property
     def message_queue(self) -> MessageQueue:

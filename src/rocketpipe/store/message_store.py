@@ -33,6 +33,8 @@ from ..protocol.message import (
     string_to_properties,
     tag_code,
 )
+from ..protocol.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+from ..protocol.names import SCHEDULE_TOPIC as SCHEDULE_TOPIC
 from .api import GetResult, GetStatus, MessageInner, PutResult, PutStatus, QueryResult
 from .checkpoint import Checkpoint
 from .commit_log import END_FILE_MIN_BLANK_LENGTH, CommitLog
@@ -42,8 +44,6 @@ from .index import KeyIndex, index_names, scan_commit_log
 
 log = logging.getLogger(__name__)
 
-#: ``TopicValidator.RMQ_SYS_SCHEDULE_TOPIC``.
-SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"
 #: ``DefaultMessageStore.MAX_PULL_MSG_SIZE`` (5.x): cap of one read, bytes.
 MAX_PULL_MSG_SIZE: Final = 128 * 1024 * 1024
 _NO_DISPATCH: Final = (sf.TRANSACTION_PREPARED_TYPE, sf.TRANSACTION_ROLLBACK_TYPE)
@@ -235,7 +235,7 @@ class MessageStore:
             raise InvalidArgumentError("put_messages needs at least one message")
         topic, qid = msgs[0].topic, msgs[0].queue_id
         tlen = len(topic.encode())
-        if tlen == 0 or tlen > 255 or (tlen > 127 and not topic.startswith(("%RETRY%", "%DLQ%"))):
+        if tlen == 0 or tlen > 255 or (tlen > 127 and not topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX))):
             return PutStatus.MESSAGE_ILLEGAL
         if topic in (".", "..") or "/" in topic or "\x00" in topic or "\\" in topic:
             return PutStatus.MESSAGE_ILLEGAL  # would escape consumequeue/<topic>/

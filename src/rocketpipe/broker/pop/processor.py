@@ -75,11 +75,6 @@ _RESET_STATUSES = frozenset({GetStatus.OFFSET_TOO_SMALL, GetStatus.OFFSET_OVERFL
 _ADVANCE_STATUSES = frozenset({GetStatus.FOUND, GetStatus.NO_MATCHED_MESSAGE, GetStatus.MESSAGE_WAS_REMOVING, GetStatus.OFFSET_FOUND_NULL})
 
 
-def _int32(v: int) -> int:
-    v &= 0xFFFFFFFF
-    return v - (1 << 32) if v & 0x80000000 else v
-
-
 #: Java answers POP / CHANGE_INVISIBLETIME errors with a response header of zeros
 #: (``createResponseCommand(<header class>)``); its client decodes that header for
 #: POLLING_TIMEOUT / POLLING_FULL / PULL_NOT_FOUND pops and for every change-invisible reply.
@@ -280,7 +275,7 @@ class PopProcessor:
         tag_filter = None
         if codes is not None:
             wanted = codes
-            tag_filter = lambda code: _int32(code) in wanted  # noqa: E731
+            tag_filter = lambda code: pm.int32(code) in wanted  # noqa: E731
         want = batch.max_nums - batch.count
         res = b.store.get_message(topic, queue_id, offset, want, tag_filter=tag_filter)
         if res.status in _RESET_STATUSES and res.next_begin_offset != offset:

@@ -74,11 +74,6 @@ def tag_code_set(sub_string: str | None) -> frozenset[int] | None:
     return frozenset(pm.java_string_hash(t) for t in tags)
 
 
-def _int32(v: int) -> int:
-    v &= 0xFFFFFFFF
-    return v - (1 << 32) if v & 0x80000000 else v
-
-
 class PullProcessor:
     """Handler of the pull codes plus the re-run of held pulls."""
 
@@ -152,7 +147,7 @@ class PullProcessor:
         tag_filter = None
         if codes is not None and not sys_flag & sf.PULL_CLASS_FILTER:
             wanted = codes
-            tag_filter = lambda code: _int32(code) in wanted  # noqa: E731
+            tag_filter = lambda code: pm.int32(code) in wanted  # noqa: E731
         reset = b.offsets.take_reset(group, topic, queue_id)
         if reset is not None:
             # 5.x server-side reset (useServerSideResetOffset): OFFSET_RESET -> PULL_OFFSET_MOVED.

@@ -281,18 +281,7 @@ class SendProcessor:
             props[pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = b.unique_ids.next_id()
         props[pm.PROPERTY_CLUSTER] = cfg.broker_cluster_name
         # properties over 32767 bytes: the store answers PROPERTIES_SIZE_EXCEEDED -> MESSAGE_ILLEGAL
-        inner = MessageInner(
-            topic=topic,
-            queue_id=queue_id,
-            body=body,
-            flag=h.flag or 0,
-            properties=props,
-            sys_flag=sys_flag,
-            born_timestamp=h.born_timestamp or 0,
-            born_host=conn.remote_address,
-            store_host=b.address,
-            reconsume_times=reconsume,
-        )
+        inner = self._inner(topic, queue_id, body, h.flag or 0, props, sys_flag, h.born_timestamp or 0, conn.remote_address, reconsume)
         return [b.apply_delay(inner)], queue_id, False
 
     def _retry_redirect(
@@ -364,20 +353,35 @@ class SendProcessor:
                 props.setdefault(pm.PROPERTY_WAIT_STORE_MSG_OK, envelope[pm.PROPERTY_WAIT_STORE_MSG_OK])
             props[pm.PROPERTY_CLUSTER] = b.config.broker_cluster_name
             inners.append(
-                MessageInner(
-                    topic=topic,
-                    queue_id=queue_id,
-                    body=mbody,
-                    flag=flag,
-                    properties=props,
-                    sys_flag=sys_flag,
-                    born_timestamp=h.born_timestamp or 0,
-                    born_host=conn.remote_address,
-                    store_host=b.address,
-                    reconsume_times=h.reconsume_times or 0,
-                )
+                self._inner(topic, queue_id, mbody, flag, props, sys_flag, h.born_timestamp or 0, conn.remote_address, h.reconsume_times or 0)
             )
         return inners, queue_id, True
+
+    def _inner(
+        self,
+        topic: str,
+        queue_id: int,
+        body: bytes,
+        flag: int,
+        properties: dict[str, str] | str,
+        sys_flag: int,
+        born_timestamp: int,
+        born_host: str,
+        reconsume_times: int,
+    ) -> MessageInner:
+        """The one way this processor builds a message to store (store host: this broker)."""
+        return MessageInner(
+            topic=topic,
+            queue_id=queue_id,
+            body=body,
+            flag=flag,
+            properties=properties,
+            sys_flag=sys_flag,
+            born_timestamp=born_timestamp,
+            born_host=born_host,
+            store_host=self.broker.address,
+            reconsume_times=reconsume_times,
+        )
 
     # ------------------------------------------------------------------ send back
     async def handle_send_back(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
@@ -426,18 +430,10 @@ class SendProcessor:
         props[pm.PROPERTY_DELAY_TIME_LEVEL] = "0" if decision.is_dlq else str(decision.delay_level)
         if not props.get(pm.PROPERTY_ORIGIN_MESSAGE_ID):
             props[pm.PROPERTY_ORIGIN_MESSAGE_ID] = record.offset_msg_id
-        inner = MessageInner(
-            topic=decision.topic,
-            queue_id=decision.queue_id,
-            body=record.body,
-            flag=record.flag,
-            properties=props,
-            sys_flag=record.sys_flag,
-            born_timestamp=record.born_timestamp,
-            born_host=record.born_host,
-            store_host=b.address,
-            reconsume_times=decision.reconsume_times,
-        )
+        inner = self._inner(
+            decision.topic, decision.queue_id, record.body, record.flag, props, record.sys_flag,
+            record.born_timestamp, record.born_host, decision.reconsume_times,
+        )  # fmt: skip
         result: PutResult = b.put_message(b.apply_delay(inner))
         if _status_name(result.status) != "PUT_OK":
             return error(cmd, ResponseCode.SYSTEM_ERROR, _status_name(result.status))

@@ -40,6 +40,7 @@ from ..config import ClientConfig
 from ..routing import subscribe_queues
 from ..runtime import ClientRuntime
 from .allocate import AllocateStrategy, allocate_averagely
+from .common import check_consumer_group, resolve_runtime
 from .listener import MessageModel
 from .lite_pull_fetch import LitePullFetcher
 from .lite_pull_queues import AssignedQueues, LitePullSettings
@@ -132,23 +133,12 @@ class LitePullConsumer:
         rebalance_interval: float = REBALANCE_INTERVAL,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        if not consumer_group or consumer_group == "DEFAULT_CONSUMER":
-            raise InvalidArgumentError("consumer_group must be set (and not DEFAULT_CONSUMER)")
-        if len(consumer_group) > 255:
-            raise InvalidArgumentError("consumer_group is longer than 255 characters")
+        check_consumer_group(consumer_group)
         if message_model is not MessageModel.CLUSTERING:
             raise InvalidArgumentError("LitePullConsumer implements CLUSTERING only")
         if rebalance_interval <= 0:
             raise InvalidArgumentError("rebalance_interval must be > 0 seconds")
-        if runtime is None:
-            if config is None:
-                if not namesrv_addr:
-                    raise InvalidArgumentError("LitePullConsumer needs namesrv_addr, config or runtime")
-                config = ClientConfig(namesrv_addr=namesrv_addr)
-            runtime = ClientRuntime(config, clock=clock)
-            self._owns_runtime = True
-        else:
-            self._owns_runtime = False
+        runtime, self._owns_runtime = resolve_runtime("LitePullConsumer", namesrv_addr, config, runtime, clock)
         self.settings = LitePullSettings(
             pull_batch_size=pull_batch_size,
             pull_threshold_for_all=pull_threshold_for_all,

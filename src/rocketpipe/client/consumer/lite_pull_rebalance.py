@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING
 
 from ...errors import RocketMQError, TopicNotExistError
 from ...protocol.message import MessageQueue
+from ...transport.periodic import periodic
 from .. import rpc
 from ..routing import MASTER_ID, subscribe_queues
 from .allocate import AllocateStrategy
+from .common import refresh_routes
 
 if TYPE_CHECKING:
     from ..runtime import ClientRuntime
@@ -77,29 +79,11 @@ class TopicRebalancer:
 
     async def run(self) -> None:
         """Rebalance every ``interval`` or when woken, until cancelled."""
-        while True:
-            try:
-                async with asyncio.timeout(self._interval):
-                    await self._wake.wait()
-            except TimeoutError:
-                pass
-            self._wake.clear()
-            try:
-                await self.rebalance()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("rebalance failed group=%s", self._group)
+        await periodic(f"rebalance group={self._group}", self._interval, self.rebalance, initial_delay=self._interval, wake=self._wake, logger=log)
 
     async def refresh_routes(self) -> None:
         """Fetch the route of every subscribed topic (errors are logged)."""
-        for topic in self._topics():
-            try:
-                await self._rt.fetch_route(topic)
-            except TopicNotExistError:
-                log.info("no route for topic=%s", topic)
-            except RocketMQError as exc:
-                log.warning("route fetch failed topic=%s err=%s", topic, exc)
+        await refresh_routes(self._rt, self._topics(), log)
 
     async def rebalance(self) -> None:
         """Run one round over every subscribed topic (serialised with other rounds)."""

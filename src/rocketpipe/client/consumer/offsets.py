@@ -19,13 +19,12 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from ...errors import BrokerError, RocketMQError
+from ...protocol.codes import ResponseCode
 from ...protocol.message import MessageQueue
-from .retry import is_retry_topic
+from ...protocol.names import is_retry_topic
 
 log = logging.getLogger(__name__)
 
-#: ResponseCode.QUERY_NOT_FOUND
-_QUERY_NOT_FOUND: Final = 22
 #: Format of DefaultMQPushConsumer.consumeTimestamp (local time).
 CONSUME_TIMESTAMP_FORMAT: Final = "%Y%m%d%H%M%S"
 
@@ -204,7 +203,7 @@ class RemoteOffsetStore:
         try:
             offset = await self._query(mq)
         except BrokerError as exc:
-            if exc.response_code == _QUERY_NOT_FOUND:
+            if exc.response_code == ResponseCode.QUERY_NOT_FOUND:
                 return -1
             log.warning("query consumer offset failed mq=%s err=%s", mq, exc)
             return -2

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from ...errors import BrokerError, RocketMQError
+from ...protocol.codes import ResponseCode
 from ...protocol.message import PROPERTY_MAX_OFFSET, PROPERTY_MIN_OFFSET, MessageExt, MessageQueue, decode_records
 from ...protocol.sysflag import build_pull_sys_flag
 from .. import rpc
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: ResponseCode.FLOW_CONTROL
-_FLOW_CONTROL: Final = 215
 #: PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL (20 ms), seconds.
 PULL_DELAY_WHEN_BROKER_FLOW_CONTROL: Final = 0.02
 
@@ -197,7 +196,7 @@ class PullLoop:
                 timeout=s.consumer_timeout_when_suspend,
             )
         except BrokerError as exc:
-            if exc.response_code == _FLOW_CONTROL:
+            if exc.response_code == ResponseCode.FLOW_CONTROL:
                 return PULL_DELAY_WHEN_BROKER_FLOW_CONTROL
             log.warning("pull failed group=%s mq=%s offset=%d err=%s", self._group, req.mq, req.next_offset, exc)
             return s.pull_time_delay_when_exception

@@ -42,6 +42,7 @@ from ..routing import MASTER_ID, subscribe_queues
 from ..inbound import ConsumeMessageDirectlyResult, consume_directly, install_consumer_handlers
 from ..runtime import CLIENT_INNER_PRODUCER_GROUP, ClientRuntime
 from .allocate import AllocateStrategy, allocate_averagely
+from .common import check_consumer_group, refresh_routes, resolve_runtime
 from .concurrent import ConcurrentDispatcher
 from .listener import ConsumeConcurrentlyContext, MessageListenerConcurrently, MessageModel
 from .local_offsets import LocalOffsetStore, NoCommitOffsetView
@@ -171,10 +172,7 @@ class PushConsumer:
         pull_threshold_for_topic: int = -1,
         pull_threshold_size_for_topic: int = -1,
     ) -> None:
-        if not consumer_group or consumer_group == "DEFAULT_CONSUMER":
-            raise InvalidArgumentError("consumer_group must be set (and not DEFAULT_CONSUMER)")
-        if len(consumer_group) > 255:
-            raise InvalidArgumentError("consumer_group is longer than 255 characters")
+        check_consumer_group(consumer_group)
         if not isinstance(message_model, MessageModel):
             raise InvalidArgumentError("message_model must be a MessageModel")
         if not 10 <= suspend_current_queue_time_millis <= 30_000:
@@ -189,15 +187,7 @@ class PushConsumer:
             raise InvalidArgumentError("consume_timeout must be > 0 seconds")
         if consumer_timeout_when_suspend <= broker_suspend_max_time:
             raise InvalidArgumentError("consumer_timeout_when_suspend must exceed broker_suspend_max_time")
-        if runtime is None:
-            if config is None:
-                if not namesrv_addr:
-                    raise InvalidArgumentError("PushConsumer needs namesrv_addr, config or runtime")
-                config = ClientConfig(namesrv_addr=namesrv_addr)
-            runtime = ClientRuntime(config, clock=clock)
-            self._owns_runtime = True
-        else:
-            self._owns_runtime = False
+        runtime, self._owns_runtime = resolve_runtime("PushConsumer", namesrv_addr, config, runtime, clock)
         self.group = consumer_group
         self.message_model = message_model
         self.consume_from_where = consume_from_where
@@ -684,19 +674,8 @@ class PushConsumer:
     # ------------------------------------------------------------------ rebalance
 
     async def _rebalance_loop(self) -> None:
-        while True:
-            try:
-                async with asyncio.timeout(self.rebalance_interval):
-                    await self._rebalance_wake.wait()
-            except TimeoutError:
-                pass
-            self._rebalance_wake.clear()
-            try:
-                await self.rebalance()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("rebalance failed group=%s", self.group)
+        interval = self.rebalance_interval
+        await periodic(f"rebalance group={self.group}", interval, self.rebalance, initial_delay=interval, wake=self._rebalance_wake, logger=log)
 
     async def _check_client_in_broker(self) -> None:
         """CHECK_CLIENT_CONFIG for each non-TAG subscription (``MQClientInstance.checkClientInBroker``).
@@ -723,13 +702,7 @@ class PushConsumer:
             await rpc.check_client_config(rt.pool, addr, rt.client_id, self.group, sd, rt.config.request_timeout)
 
     async def _refresh_routes(self) -> None:
-        for topic in list(self._subscriptions):
-            try:
-                await self._runtime.fetch_route(topic)
-            except TopicNotExistError:
-                log.info("no route for subscribed topic=%s", topic)
-            except RocketMQError as exc:
-                log.warning("route fetch failed topic=%s err=%s", topic, exc)
+        await refresh_routes(self._runtime, list(self._subscriptions), log)
 
     async def rebalance(self) -> None:
         """Run one rebalance round over every subscribed topic (``doRebalance``)."""

@@ -1,4 +1,4 @@
-"""Retry and dead-letter naming and arithmetic (pure; L3, imports only protocol.message).
+"""Retry and dead-letter naming and arithmetic (pure; L3, imports only protocol.message and protocol.names).
 
 Mirrors ``MixAll.getRetryTopic`` / ``getDLQTopic`` and the concurrent consumer's retry rules:
 a failed message goes back with delay level 0, which the broker turns into
@@ -11,38 +11,14 @@ from __future__ import annotations
 from typing import Final
 
 from ...protocol.message import PROPERTY_RETRY_TOPIC, MessageExt
+from ...protocol.names import DLQ_GROUP_TOPIC_PREFIX as DLQ_GROUP_TOPIC_PREFIX
+from ...protocol.names import RETRY_GROUP_TOPIC_PREFIX as RETRY_GROUP_TOPIC_PREFIX
+from ...protocol.names import dlq_topic as dlq_topic
+from ...protocol.names import is_retry_topic as is_retry_topic
+from ...protocol.names import retry_topic as retry_topic
 
-RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
-DLQ_GROUP_TOPIC_PREFIX: Final = "%DLQ%"
 #: DefaultMQPushConsumer.maxReconsumeTimes default for concurrent consumers (-1 means 16).
 DEFAULT_MAX_RECONSUME_TIMES: Final = 16
-
-
-def retry_topic(group: str) -> str:
-    """Return the retry topic of a consumer group.
-
-    >>> retry_topic("cg")
-    '%RETRY%cg'
-    """
-    return RETRY_GROUP_TOPIC_PREFIX + group
-
-
-def dlq_topic(group: str) -> str:
-    """Return the dead-letter topic of a consumer group.
-
-    >>> dlq_topic("cg")
-    '%DLQ%cg'
-    """
-    return DLQ_GROUP_TOPIC_PREFIX + group
-
-
-def is_retry_topic(topic: str) -> bool:
-    """True for ``%RETRY%...`` topics.
-
-    >>> is_retry_topic("%RETRY%cg"), is_retry_topic("T")
-    (True, False)
-    """
-    return topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
 
 
 def default_delay_level(reconsume_times: int) -> int:

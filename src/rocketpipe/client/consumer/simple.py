@@ -52,6 +52,7 @@ from ...protocol.sysflag import is_readable
 from ..config import ClientConfig
 from ..routing import MASTER_ID
 from ..runtime import ClientRuntime
+from .common import check_consumer_group, resolve_runtime
 
 log = logging.getLogger(__name__)
 
@@ -175,23 +176,12 @@ class SimpleConsumer:
         init_mode: int = ConsumeInitMode.MAX,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        if not consumer_group or consumer_group == "DEFAULT_CONSUMER":
-            raise InvalidArgumentError("consumer_group must be set (and not DEFAULT_CONSUMER)")
-        if len(consumer_group) > 255:
-            raise InvalidArgumentError("consumer_group is longer than 255 characters")
+        check_consumer_group(consumer_group)
         if await_duration < 0:
             raise InvalidArgumentError("await_duration must be >= 0 seconds")
         if init_mode not in (ConsumeInitMode.MIN, ConsumeInitMode.MAX):
             raise InvalidArgumentError("init_mode must be ConsumeInitMode.MIN or ConsumeInitMode.MAX")
-        if runtime is None:
-            if config is None:
-                if not namesrv_addr:
-                    raise InvalidArgumentError("SimpleConsumer needs namesrv_addr, config or runtime")
-                config = ClientConfig(namesrv_addr=namesrv_addr)
-            runtime = ClientRuntime(config, clock=clock)
-            self._owns_runtime = True
-        else:
-            self._owns_runtime = False
+        runtime, self._owns_runtime = resolve_runtime("SimpleConsumer", namesrv_addr, config, runtime, clock)
         self.group = consumer_group
         self.await_duration = await_duration
         self.init_mode = init_mode

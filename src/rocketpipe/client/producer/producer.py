@@ -40,11 +40,11 @@ from ...protocol.message import (
     encode_batch,
     properties_to_string,
 )
+from ...protocol.names import AUTO_CREATE_TOPIC_KEY_TOPIC, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC, is_retry_topic
 from ...protocol.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
 from .. import rpc
 from ..config import ClientConfig
-from ..consumer.retry import is_retry_topic
-from ..routing import AUTO_CREATE_TOPIC_KEY_TOPIC, RoundRobinSelector, default_topic_publish_queues, publish_queues
+from ..routing import RoundRobinSelector, default_topic_publish_queues, publish_queues
 from ..rpc import SendResult, SendStatus
 from ..runtime import ClientRuntime
 
@@ -56,7 +56,7 @@ DEFAULT_MAX_MESSAGE_SIZE: Final = 4 * 1024 * 1024
 _TOPIC_RE: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 #: TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET
 NOT_ALLOWED_SEND_TOPICS: Final = frozenset(
-    {"SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC"}
+    {SCHEDULE_TOPIC, "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC"}
 )
 
 
@@ -77,7 +77,7 @@ def check_topic(topic: str) -> None:
     """
     if not topic or not topic.strip():
         raise InvalidArgumentError("topic must not be blank")
-    limit = 255 if topic.startswith(("%RETRY%", "%DLQ%")) else 127
+    limit = 255 if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)) else 127
     if len(topic) > limit:
         raise InvalidArgumentError(f"topic {topic[:20]!r}... is longer than {limit} characters")
     if not _TOPIC_RE.match(topic):

@@ -11,12 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..names import MASTER_ID
 from . import javajson as jj
 
 __all__ = ["BrokerData", "ClusterInfo", "KVTable", "QueueData", "TopicList", "TopicRouteData"]
-
-#: ``MixAll.MASTER_ID``
-MASTER_ID = 0
 
 
 @dataclass(slots=True)

@@ -29,6 +29,7 @@ import orjson
 
 from ...errors import InvalidArgumentError, ProtocolError
 from ..codes import RequestCode
+from ..names import RETRY_GROUP_TOPIC_PREFIX
 from .base import CommandHeader, TopicRequestHeader, wire
 
 __all__ = [
@@ -66,7 +67,7 @@ RETRY_TOPIC_V2: Final = "2"
 #: ``KeyBuilder.POP_ORDER_REVIVE_QUEUE``: the revive queue id that marks an orderly pop.
 POP_ORDER_REVIVE_QUEUE: Final = 999
 
-_RETRY_PREFIX: Final = "%RETRY%"
+_RETRY_PREFIX: Final = RETRY_GROUP_TOPIC_PREFIX
 
 
 class ConsumeInitMode:

@@ -1,0 +1,63 @@
+"""Steps shared by the push, lite pull and simple consumers (L3): constructor checks, route refresh.
+
+Mirrors ``DefaultMQPushConsumerImpl.checkConfig`` (group checks) and the "own a runtime unless
+given one" rule that ``MQClientManager.getOrCreateMQClientInstance`` plays in Java.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from ...clock import Clock
+from ...errors import InvalidArgumentError, RocketMQError, TopicNotExistError
+from ..config import ClientConfig
+from ..runtime import ClientRuntime
+
+__all__ = ["check_consumer_group", "refresh_routes", "resolve_runtime"]
+
+log = logging.getLogger(__name__)
+
+
+def check_consumer_group(consumer_group: str) -> None:
+    """Reject an empty or ``DEFAULT_CONSUMER`` group and groups over 255 characters.
+
+    Raises:
+        InvalidArgumentError: the group is not usable.
+    """
+    if not consumer_group or consumer_group == "DEFAULT_CONSUMER":
+        raise InvalidArgumentError("consumer_group must be set (and not DEFAULT_CONSUMER)")
+    if len(consumer_group) > 255:
+        raise InvalidArgumentError("consumer_group is longer than 255 characters")
+
+
+def resolve_runtime(
+    kind: str, namesrv_addr: str | None, config: ClientConfig | None, runtime: ClientRuntime | None, clock: Clock
+) -> tuple[ClientRuntime, bool]:
+    """Return ``(runtime, owned)``: the given runtime (not owned) or a new one (owned).
+
+    Args:
+        kind: consumer class name, for the error message.
+
+    Raises:
+        InvalidArgumentError: neither a runtime, a config nor a name server address was given.
+    """
+    if runtime is not None:
+        return runtime, False
+    if config is None:
+        if not namesrv_addr:
+            raise InvalidArgumentError(f"{kind} needs namesrv_addr, config or runtime")
+        config = ClientConfig(namesrv_addr=namesrv_addr)
+    return ClientRuntime(config, clock=clock), True
+
+
+async def refresh_routes(runtime: ClientRuntime, topics: Iterable[str], logger: logging.Logger | None = None) -> None:
+    """Fetch the route of every topic; a missing or failed route is logged, never raised."""
+    lg = logger or log
+    for topic in topics:
+        try:
+            await runtime.fetch_route(topic)
+        except TopicNotExistError:
+            lg.info("no route for subscribed topic=%s", topic)
+        except RocketMQError as exc:
+            lg.warning("route fetch failed topic=%s err=%s", topic, exc)

@@ -1,0 +1,65 @@
+"""Reserved topic names and broker ids shared by client, broker, name server and store (L1, pure).
+
+Mirrors ``MixAll`` (``getRetryTopic`` / ``getDLQTopic``, ``MASTER_ID``), ``TopicValidator``
+(``AUTO_CREATE_TOPIC_KEY_TOPIC``, ``RMQ_SYS_SCHEDULE_TOPIC``) and ``KeyBuilder`` (``parseGroup``).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "AUTO_CREATE_TOPIC_KEY_TOPIC",
+    "DLQ_GROUP_TOPIC_PREFIX",
+    "MASTER_ID",
+    "RETRY_GROUP_TOPIC_PREFIX",
+    "SCHEDULE_TOPIC",
+    "dlq_topic",
+    "group_of_retry_topic",
+    "is_retry_topic",
+    "retry_topic",
+]
+
+#: ``MixAll.RETRY_GROUP_TOPIC_PREFIX``
+RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
+#: ``MixAll.DLQ_GROUP_TOPIC_PREFIX``
+DLQ_GROUP_TOPIC_PREFIX: Final = "%DLQ%"
+#: ``TopicValidator.RMQ_SYS_SCHEDULE_TOPIC``
+SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"
+#: ``TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC``
+AUTO_CREATE_TOPIC_KEY_TOPIC: Final = "TBW102"
+#: ``MixAll.MASTER_ID``
+MASTER_ID: Final = 0
+
+
+def retry_topic(group: str) -> str:
+    """Return the retry topic of a consumer group.
+
+    >>> retry_topic("cg")
+    '%RETRY%cg'
+    """
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    """Return the dead-letter topic of a consumer group.
+
+    >>> dlq_topic("cg")
+    '%DLQ%cg'
+    """
+    return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+def is_retry_topic(topic: str) -> bool:
+    """True for ``%RETRY%...`` topics.
+
+    >>> is_retry_topic("%RETRY%cg"), is_retry_topic("T")
+    (True, False)
+    """
+    return topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+
+
+def group_of_retry_topic(topic: str) -> str:
+    """Return the group of ``%RETRY%<group>`` (``KeyBuilder.parseGroup``; POP v2 ``+topic`` cut)."""
+    group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+    return group.split("+", 1)[0]
