@@ -305,50 +305,49 @@ class _BoolCast(_Expr):
         return repr(self.right)
 
 
-class _And(_Expr):
-    """Java's left-nested binary ANDs, flattened (same order and three-valued result)."""
+class _Logic(_Expr):
+    """Java's left-nested binary AND / OR, flattened (same order and three-valued result).
+
+    ``decisive`` is the value that ends the evaluation: False for AND, True for OR.
+    """
 
     __slots__ = ("terms",)
     boolean = True
+    decisive: bool
+    word: str
 
     def __init__(self, left: _Expr, right: _Expr) -> None:
-        self.terms: list[_Expr] = [*left.terms, right] if type(left) is _And else [left, right]
+        self.terms: list[_Expr] = [*left.terms, right] if type(left) is type(self) else [left, right]  # type: ignore[attr-defined]
 
     def evaluate(self, ctx: Props) -> Any:
         unknown = False
+        decisive = self.decisive
         for t in self.terms:
             v = t.evaluate(ctx)
-            if v is False:
-                return False
+            if v is decisive:
+                return decisive
             if v is None:
                 unknown = True
-        return None if unknown else True
+        return None if unknown else not decisive
 
     def __repr__(self) -> str:
-        return "(" + " AND ".join(map(repr, self.terms)) + ")"
+        return "(" + f" {self.word} ".join(map(repr, self.terms)) + ")"
 
 
-class _Or(_Expr):
-    """Java's left-nested binary ORs, flattened (same order and three-valued result)."""
+class _And(_Logic):
+    """``LogicExpression.createAND``."""
 
-    __slots__ = ("terms",)
-    boolean = True
+    __slots__ = ()
+    decisive = False
+    word = "AND"
 
-    def __init__(self, left: _Expr, right: _Expr) -> None:
-        self.terms: list[_Expr] = [*left.terms, right] if type(left) is _Or else [left, right]
 
-    def evaluate(self, ctx: Props) -> Any:
-        unknown = False
-        for t in self.terms:
-            v = t.evaluate(ctx)
-            if v is True:
-                return True
-            if v is None:
-                unknown = True
-        return None if unknown else False
+class _Or(_Logic):
+    """``LogicExpression.createOR``."""
 
-    def __repr__(self) -> str:
-        return "(" + " OR ".join(map(repr, self.terms)) + ")"
+    __slots__ = ()
+    decisive = True
+    word = "OR"
 
 
 class _Equal(_Expr):
