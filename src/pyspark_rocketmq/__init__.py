@@ -2,7 +2,8 @@
 
 PySpark's data source lookup imports every top-level module whose name starts with
 ``pyspark_`` and registers its ``DefaultSource`` under ``DefaultSource.name()``, so installing
-rocketpipe is enough for ``spark.read.format("rocketmq")`` — no ``spark.dataSource.register``.
+rocketpipe is enough for ``spark.read.format("rocketmq")``, ``readStream``, ``df.write`` and
+``df.writeStream`` — no ``spark.dataSource.register``.
 """
 
 from __future__ import annotations

@@ -104,9 +104,9 @@ def _cell(nodeid: str) -> tuple[str, str, str] | None:
     name, _, params = rest.partition("[")
     params = params.rstrip("]")
     module = module.rsplit("/", 1)[-1]
-    if module == "test_interop_client.py":
+    if module.startswith("test_interop_client"):
         return "rocketpipe client → broker", name.removeprefix("test_"), f"→ {params} ({APACHE_VERSIONS.get(params, 'rocketpipe')})"
-    if module == "test_interop_java.py":
+    if module.startswith("test_interop_java"):
         return "official Java client → rocketpipe", name.removeprefix("test_java_"), f"Java {JAVA_CLIENT_VERSIONS.get(params, params)} →"
     if module == "test_interop_mqadmin.py":
         label, _, srv = params.rpartition("-")

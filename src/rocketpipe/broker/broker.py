@@ -3,7 +3,7 @@
 Wires a :class:`~rocketpipe.transport.RemotingServer` + :class:`~rocketpipe.transport.Router`,
 the :class:`~rocketpipe.store.MessageStore`, the broker state tables (topics, subscription
 groups, consumer offsets, client registry, held pulls, queue locks) and the processors
-(send, pull, offset, consumer, admin, lock), and runs the
+(send, pull, offset, consumer, admin, lock, assignment), and runs the
 background loops in one :class:`asyncio.TaskGroup`:
 
 * ``_register_loop`` — REGISTER_BROKER to every name server every 30 s and on topic changes;
@@ -59,6 +59,7 @@ from .locks import QueueLocks
 from .offsets import ConsumerOffsets
 from .pop import install as install_pop
 from .processors.admin import AdminProcessor
+from .processors.assignment import AssignmentProcessor
 from .processors.consumer import ConsumerProcessor
 from .processors.lock import LockProcessor
 from .processors.offset import OffsetProcessor
@@ -144,6 +145,8 @@ class Broker:
         for proc in (self.send_processor, self.pull_processor, OffsetProcessor(self), ConsumerProcessor(self), AdminProcessor(self), LockProcessor(self), QueryProcessor(self)):
             proc.register(self.router)
         self.pop = install_pop(self)
+        self.assignment = AssignmentProcessor(self)  # QUERY_ASSIGNMENT / SET_ / GET_ALL_MESSAGE_REQUEST_MODE
+        self.assignment.register(self.router)
         self.server = RemotingServer(self.router, config.host, config.listen_port)
         self.server.add_close_callback(self._on_channel_closed)
         self._pool = ConnectionPool()
@@ -200,6 +203,7 @@ class Broker:
         delay = ScheduleDelivery.offsets_from_json(await asyncio.to_thread(load_json, self._path("delayOffset.json")))
         self.schedule.offsets.update(delay)
         self._persisted_delay = dict(delay)
+        await self.assignment.load()  # messageRequestMode.json
         await asyncio.to_thread(self.store.load)
         await self.pop.start()
         self.address = await self.server.start()
@@ -232,6 +236,7 @@ class Broker:
                 log.exception("broker loops ended with an error")
         self.hold.drain()
         await self.pop.close()
+        await self.assignment.close()
         try:
             await self._persist(force=True)
         except Exception:  # noqa: BLE001 - still close the store

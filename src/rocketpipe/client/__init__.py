@@ -28,6 +28,7 @@ from __future__ import annotations
 from ..protocol.message import Message, MessageExt, MessageQueue
 from .admin import Admin
 from .config import ClientConfig
+from .consumer.assignment import MessageRequestMode
 from .consumer.allocate import (
     allocate_averagely,
     allocate_averagely_by_circle,
@@ -49,6 +50,7 @@ from .consumer.offsets import ConsumeFromWhere
 from .consumer.push import PushConsumer
 from .consumer.selector import MessageSelector
 from .producer.producer import Producer
+from .producer.selectors import MessageQueueSelector, select_by_hash, select_by_random
 from .rpc import PullRaw, PullStatus, SendResult, SendStatus
 from .runtime import ClientRuntime
 from .sync import SyncAdmin, SyncProducer
@@ -74,6 +76,8 @@ __all__ = [
     "MessageListenerOrderly",
     "MessageModel",
     "MessageQueue",
+    "MessageQueueSelector",
+    "MessageRequestMode",
     "MessageSelector",
     "Producer",
     "PullRaw",
@@ -93,4 +97,6 @@ __all__ = [
     "by_machine_room_strategy",
     "consistent_hash_strategy",
     "machine_room_nearby_strategy",
+    "select_by_hash",
+    "select_by_random",
 ]

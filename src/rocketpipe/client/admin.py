@@ -16,6 +16,8 @@ from ..protocol.message import MessageQueue
 from ..protocol.sysflag import PERM_READ, PERM_WRITE, build_pull_sys_flag
 from . import rpc
 from .config import ClientConfig
+from .consumer.assignment import MessageRequestMode, SetMessageRequestModeRequestBody
+from .consumer.assignment import set_message_request_mode as _set_message_request_mode
 from .routing import MASTER_ID, subscribe_queues
 from .rpc import PullRaw
 from .runtime import ClientRuntime
@@ -27,6 +29,8 @@ T = TypeVar("T")
 
 #: MixAll.TOOLS_CONSUMER_GROUP: the group name admin tools pull with.
 TOOLS_CONSUMER_GROUP: Final = "TOOLS_CONSUMER"
+#: SetConsumeModeSubCommand: timeout of each SET_MESSAGE_REQUEST_MODE (5 000 ms), seconds.
+SET_MESSAGE_REQUEST_MODE_TIMEOUT: Final = 5.0
 
 
 class Admin:
@@ -222,3 +226,77 @@ class Admin:
             await rpc.create_topic(
                 rt.pool, addr, topic, read_queue_nums=queue_nums, write_queue_nums=queue_nums, perm=PERM_READ | PERM_WRITE, timeout=t
             )
+
+    async def set_message_request_mode(
+        self,
+        topic: str,
+        group: str,
+        mode: MessageRequestMode | str,
+        pop_share_queue_num: int = 0,
+        *,
+        cluster_name: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        """Set how ``group`` consumes ``topic``: PULL or POP (SET_MESSAGE_REQUEST_MODE, 5.x).
+
+        Push consumers of the group created with ``client_rebalance=False`` get their queues
+        from the broker (QUERY_ASSIGNMENT) in this mode at their next rebalance. Mirrors
+        ``mqadmin setConsumeMode -c <cluster>`` (``SetConsumeModeSubCommand``): the request
+        goes to every master broker of the cluster; without ``cluster_name`` / ``broker_addr``
+        the clusters are those of the brokers in the topic's route. The broker stores the mode
+        (``MessageRequestModeManager``, persisted).
+
+        Args:
+            topic: a normal topic that exists on the brokers (not a retry topic).
+            group: consumer group (created by brokers with ``autoCreateSubscriptionGroup``).
+            mode: :class:`MessageRequestMode` or its name (``"PULL"`` / ``"POP"``).
+            pop_share_queue_num: POP: each consumer also pops the queues allocated to the next
+                N consumers of the group; 0 (default) = every consumer pops every queue
+                (assignments with queue id −1).
+            cluster_name: only this cluster's masters.
+            broker_addr: only this broker (``-b``).
+
+        Returns:
+            The broker addresses that accepted the mode (sorted).
+
+        Raises:
+            InvalidArgumentError: unknown mode or a negative ``pop_share_queue_num``.
+            TopicNotExistError: the topic has no route (when the brokers come from it), or a
+                broker does not know the topic.
+            RequestCodeNotSupportedError: a broker without the command (Apache 4.x).
+            NoPermissionError: a retry topic; BrokerError; TransportError.
+            RocketMQError: no master broker found.
+        """
+        if isinstance(mode, str):
+            try:
+                mode = MessageRequestMode(mode.strip().upper())
+            except ValueError:
+                raise InvalidArgumentError(f"mode must be PULL or POP, not {mode!r}") from None
+        if pop_share_queue_num < 0:
+            raise InvalidArgumentError("pop_share_queue_num must be >= 0")
+        rt = self._runtime
+        t = rt.config.request_timeout
+        if broker_addr is not None:
+            addrs = [broker_addr]
+        else:
+            info = await rt.invoke_namesrv(lambda a: rpc.get_broker_cluster_info(rt.pool, a, t))
+            if cluster_name is not None:
+                names = set(info.cluster_addr_table.get(cluster_name, ()))
+            else:
+                in_route = {bd.broker_name for bd in (await self.topic_route(topic)).broker_datas or ()}
+                clusters = {c for c, brokers in info.cluster_addr_table.items() if brokers & in_route}
+                names = {b for c in clusters for b in info.cluster_addr_table[c]} or in_route
+            addrs = sorted(
+                addr
+                for name in names
+                for bid, addr in ((info.broker_addr_table.get(name).broker_addrs or {}) if name in info.broker_addr_table else {}).items()
+                if int(bid) == MASTER_ID
+            )
+            if not addrs:
+                raise RocketMQError(f"no master broker for topic {topic!r} (cluster {cluster_name!r})")
+        body = SetMessageRequestModeRequestBody(topic, group, mode, pop_share_queue_num)
+        for addr in addrs:
+            await _set_message_request_mode(rt, addr, body, SET_MESSAGE_REQUEST_MODE_TIMEOUT)
+        return addrs
+
+    # ------------------------------------------------------------------ cluster and topic lists

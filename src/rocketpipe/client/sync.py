@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 from ..protocol.message import Message, MessageQueue
 from .admin import Admin
 from .producer.producer import Producer
+from .producer.selectors import MessageQueueSelector
 from .rpc import PullRaw, SendResult
 
 T = TypeVar("T")
@@ -172,13 +173,21 @@ class SyncProducer:
         """Close the producer and stop the loop thread."""
         self._portal.close(lambda p: p.close())
 
-    def send(self, msg: Message, *, timeout: float | None = None) -> SendResult:
-        """See :meth:`Producer.send`."""
-        return self._portal.call(lambda p: p.send(msg, timeout=timeout))
+    def send(
+        self,
+        msg: Message,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: object = None,
+        timeout: float | None = None,
+    ) -> SendResult:
+        """See :meth:`Producer.send` (the selector runs on the client's event-loop thread)."""
+        return self._portal.call(lambda p: p.send(msg, queue=queue, selector=selector, arg=arg, timeout=timeout))
 
-    def send_batch(self, msgs: list[Message], *, timeout: float | None = None) -> SendResult:
+    def send_batch(self, msgs: list[Message], *, queue: MessageQueue | None = None, timeout: float | None = None) -> SendResult:
         """See :meth:`Producer.send_batch`."""
-        return self._portal.call(lambda p: p.send_batch(msgs, timeout=timeout))
+        return self._portal.call(lambda p: p.send_batch(msgs, queue=queue, timeout=timeout))
 
     def send_oneway(self, msg: Message) -> None:
         """See :meth:`Producer.send_oneway`."""

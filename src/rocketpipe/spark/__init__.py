@@ -1,9 +1,10 @@
-"""PySpark connector: ``format("rocketmq")`` batch and streaming source (L4, optional extra).
+"""PySpark connector: ``format("rocketmq")`` batch and streaming source and sink (L4, optional extra).
 
 Needs the ``rocketpipe[spark]`` extra (pyspark 4.3, pyarrow, pandas<3). Modules:
 
-* :mod:`~rocketpipe.spark.source` — the DataSource (``name()``, schema, readers);
+* :mod:`~rocketpipe.spark.source` — the DataSource (``name()``, schema, readers, writers);
 * :mod:`~rocketpipe.spark.reader` — batch/stream readers and the executor pull loop;
+* :mod:`~rocketpipe.spark.writer` — batch/stream writers (the sink) and the executor send loop;
 * :mod:`~rocketpipe.spark.decode` — column-wise Arrow decoding of pull bodies;
 * :mod:`~rocketpipe.spark.offsets` — offset JSON and partition planning (pure);
 * :mod:`~rocketpipe.spark.options` — option parsing and validation (pure).
@@ -14,8 +15,20 @@ pyspark, pyarrow and numpy.
 
 from __future__ import annotations
 
-from .options import SourceOptionError
+from .options import SinkOptionError, SourceOptionError
 from .reader import DataLossError, SourceError
 from .source import SCHEMA, RocketMQDataSource
+from .writer import RocketMQCommitMessage, SinkDataError, SinkError, SinkSchemaError
 
-__all__ = ["SCHEMA", "DataLossError", "RocketMQDataSource", "SourceError", "SourceOptionError"]
+__all__ = [
+    "SCHEMA",
+    "DataLossError",
+    "RocketMQCommitMessage",
+    "RocketMQDataSource",
+    "SinkDataError",
+    "SinkError",
+    "SinkOptionError",
+    "SinkSchemaError",
+    "SourceError",
+    "SourceOptionError",
+]

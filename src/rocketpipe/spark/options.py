@@ -1,4 +1,4 @@
-"""Parsing and validation of the ``rocketmq`` Spark source options (L4 spark, pure).
+"""Parsing and validation of the ``rocketmq`` Spark source and sink options (L4 spark, pure).
 
 Spark hands a data source its options as a case-insensitive ``str -> str`` mapping (keys are
 lower-cased). :func:`parse_source_options` turns that mapping into a frozen
@@ -29,12 +29,16 @@ Options (names are case-insensitive; every value is a string):
                            ``SyncAdmin``'s methods; called with the name-server address.
 =========================  ========================================================================
 
+Sink options are parsed by :func:`parse_sink_options` into :class:`SinkOptions` and raise
+:class:`SinkOptionError`; they are listed in that function's docstring.
+
 Imports: stdlib, :mod:`rocketpipe.errors` and :mod:`rocketpipe.spark.offsets`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -210,4 +214,131 @@ def describe(options: SourceOptions) -> str:
     return json.dumps(
         {"nameServer": options.name_server, "topics": list(options.topics), "numPartitions": options.num_partitions},
         sort_keys=True,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Sink options (``df.write.format("rocketmq")`` / ``df.writeStream.format("rocketmq")``)
+
+#: Options the sink knows (lower-cased). ``namesrv_addr`` and ``producer_group`` are aliases of
+#: ``nameServer`` and ``producerGroup`` (the Java client's names); Spark may add ``path``
+#: (``save(path)``) and ``checkpointLocation`` (``writeStream.option``), both ignored.
+SINK_KNOWN_OPTIONS: Final = frozenset({
+    "nameserver", "namesrv_addr", "topic", "producergroup", "producer_group", "batchsize", "batchbytes",
+    "maxinflight", "sendtimeoutms", "retries", "maxmessagesize", "writerinput", "path", "checkpointlocation",
+})
+
+#: ``DefaultMQProducer.maxMessageSize`` (4 MiB): the cap of one message or one encoded batch.
+MAX_MESSAGE_SIZE: Final = 4 * 1024 * 1024
+DEFAULT_PRODUCER_GROUP: Final = "rocketpipe_spark_sink"
+DEFAULT_BATCH_SIZE: Final = 4096
+DEFAULT_BATCH_BYTES: Final = 1024 * 1024
+DEFAULT_MAX_IN_FLIGHT: Final = 4
+DEFAULT_SEND_TIMEOUT_MS: Final = 10_000
+DEFAULT_SEND_RETRIES: Final = 2
+_GROUP_RE: Final = re.compile(r"^[%|a-zA-Z0-9_-]{1,255}$")
+
+
+class SinkOptionError(InvalidArgumentError):
+    """An option of the ``rocketmq`` sink is missing or invalid; the message names the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class SinkOptions:
+    """Validated options of the ``rocketmq`` sink (picklable; travels to executors).
+
+    Attributes:
+        name_server: name-server address list (``host:port[;host:port]``).
+        topic: the topic every row goes to (overrides a ``topic`` column, as the Kafka sink's
+            ``topic`` option does), or ``None`` to take each row's ``topic`` column.
+        producer_group: producer group of the executors' producers.
+        batch_size: max messages per ``SEND_BATCH_MESSAGE`` request.
+        batch_bytes: max encoded bytes per batch request (at most ``max_message_size``).
+        max_in_flight: send requests kept outstanding per Spark task.
+        send_timeout_s: budget of one send request across its retries, seconds
+            (``DefaultMQProducer.sendMsgTimeout``).
+        retries: extra attempts of a failed send (``retryTimesWhenSendFailed``).
+        max_message_size: max body / encoded batch size in bytes (``maxMessageSize``).
+        writer_input: ``"arrow"`` (Spark hands ``write()`` Arrow record batches; the default)
+            or ``"rows"`` (Spark builds a ``Row`` per record; slower, kept for comparison).
+    """
+
+    name_server: str
+    topic: str | None
+    producer_group: str
+    batch_size: int
+    batch_bytes: int
+    max_in_flight: int
+    send_timeout_s: float
+    retries: int
+    max_message_size: int
+    writer_input: str
+
+
+def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
+    """Validate Spark options for the ``rocketmq`` sink (driver side, no I/O).
+
+    =========================  ====================================================================
+    ``nameServer``             required (alias ``namesrv_addr``); ``host:port[;host:port]``.
+    ``topic``                  the topic of every row; overrides a ``topic`` column (Kafka sink
+                               rule). Required when the data has no ``topic`` column.
+    ``producerGroup``          alias ``producer_group``; default ``rocketpipe_spark_sink``.
+    ``batchSize``              messages per batch request (default 4096, 1..65536; ``batchBytes``
+                               usually binds first).
+    ``batchBytes``             encoded bytes per batch request (default 1 MiB, 1 KiB..
+                               ``maxMessageSize``).
+    ``maxInFlight``            outstanding send requests per task (default 4, 1..256); use 1 to keep
+                               the rows' order within each queue across retries.
+    ``sendTimeoutMs``          budget of one send across retries, ms (default 10000).
+    ``retries``                extra attempts of a failed send (default 2, 0..16).
+    ``maxMessageSize``         bytes (default 4 MiB, as ``DefaultMQProducer.maxMessageSize``;
+                               must not exceed the broker's ``maxMessageSize``).
+    ``writerInput``            advanced: ``arrow`` (default) or ``rows`` (Spark's Row writer).
+    =========================  ====================================================================
+
+    Returns:
+        The validated options.
+
+    Raises:
+        SinkOptionError: an option is missing, unknown or malformed; the message says how to
+            fix it.
+    """
+    lowered = {str(k).lower(): v for k, v in options.items()}
+    unknown = sorted(set(lowered) - SINK_KNOWN_OPTIONS)
+    if unknown:
+        raise SinkOptionError(
+            f"unknown option(s) {', '.join(unknown)} for the rocketmq sink; known options are nameServer, topic, "
+            "producerGroup, batchSize, batchBytes, maxInFlight, sendTimeoutMs, retries, maxMessageSize, writerInput"
+        )
+    name_server = _get(lowered, "nameServer") or _get(lowered, "namesrv_addr")
+    if name_server is None:
+        raise SinkOptionError("option nameServer is required; pass .option('nameServer', 'host:9876')")
+    group = _get(lowered, "producerGroup") or _get(lowered, "producer_group") or DEFAULT_PRODUCER_GROUP
+    if not _GROUP_RE.match(group):
+        raise SinkOptionError(f"option producerGroup={group!r} is invalid; use 1-255 characters of [%|a-zA-Z0-9_-]")
+
+    def parse(name: str, default: int, lo: int, hi: int) -> int:
+        try:
+            value = _parse_int(lowered, name, default, lo, hi)
+        except SourceOptionError as exc:
+            raise SinkOptionError(str(exc)) from None
+        assert value is not None
+        return value
+
+    max_message_size = parse("maxMessageSize", MAX_MESSAGE_SIZE, 1024, 1024 * 1024 * 1024)
+    batch_bytes = parse("batchBytes", min(DEFAULT_BATCH_BYTES, max_message_size), 1024, max_message_size)
+    writer_input = (_get(lowered, "writerInput") or "arrow").lower()
+    if writer_input not in ("arrow", "rows"):
+        raise SinkOptionError(f"option writerInput={writer_input!r} is invalid; use 'arrow' (default) or 'rows'")
+    return SinkOptions(
+        name_server=name_server,
+        topic=_get(lowered, "topic"),
+        producer_group=group,
+        batch_size=parse("batchSize", DEFAULT_BATCH_SIZE, 1, 65536),
+        batch_bytes=batch_bytes,
+        max_in_flight=parse("maxInFlight", DEFAULT_MAX_IN_FLIGHT, 1, 256),
+        send_timeout_s=parse("sendTimeoutMs", DEFAULT_SEND_TIMEOUT_MS, 1, 3_600_000) / 1000.0,
+        retries=parse("retries", DEFAULT_SEND_RETRIES, 0, 16),
+        max_message_size=max_message_size,
+        writer_input=writer_input,
     )

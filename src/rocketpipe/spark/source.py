@@ -5,11 +5,16 @@ Usage::
     spark.readStream.format("rocketmq").option("nameServer", "127.0.0.1:9876")
         .option("topic", "TopicA").load()
     spark.read.format("rocketmq").option("nameServer", ...).option("topic", ...).load()
+    df.write.format("rocketmq").option("nameServer", ...).option("topic", ...).mode("append").save()
+    df.writeStream.format("rocketmq").option("nameServer", ...).option("checkpointLocation", ...).start()
 
 ``format("rocketmq")`` works without registration when ``rocketpipe`` is installed (the
 top-level ``pyspark_rocketmq`` module exposes ``DefaultSource``), or after
 ``spark.dataSource.register(RocketMQDataSource)``. Options are listed in
-:mod:`rocketpipe.spark.options`; the offset JSON in :mod:`rocketpipe.spark.offsets`.
+:mod:`rocketpipe.spark.options`; the offset JSON in :mod:`rocketpipe.spark.offsets`; the sink's
+column contract (Kafka-sink-like: ``body`` required, optional ``topic``, ``tags``, ``keys``,
+``properties``, ``queue_id``, ``broker_name``) and delivery guarantee (at-least-once) in
+:mod:`rocketpipe.spark.writer`.
 
 Rows have a fixed schema (:data:`SCHEMA`); a user-supplied ``.schema(...)`` must equal it.
 Limitations (Spark's Python Data Source API): micro-batch only (no continuous trigger), no
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, DataSourceStreamWriter, DataSourceWriter
 from pyspark.sql.types import (
     BinaryType,
     IntegerType,
@@ -34,8 +39,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from .options import SourceOptionError, parse_source_options
+from .options import SourceOptionError, parse_sink_options, parse_source_options
 from .reader import RocketMQBatchReader, RocketMQStreamReader
+from .writer import make_writer
 
 #: Row schema of the source; ``read()`` yields Arrow batches of exactly
 #: ``to_arrow_schema(SCHEMA, timezone="UTC")`` (= :data:`rocketpipe.spark.decode.ARROW_SCHEMA`).
@@ -63,10 +69,11 @@ def _check_schema(schema: StructType) -> None:
 
 
 class RocketMQDataSource(DataSource):  # type: ignore[misc]
-    """Apache RocketMQ topics as a Spark batch and streaming source (``format("rocketmq")``).
+    """Apache RocketMQ topics as a Spark batch and streaming source and sink (``format("rocketmq")``).
 
-    Options are validated when Spark asks for a reader and raise
-    :class:`~rocketpipe.spark.options.SourceOptionError` (a ``ValueError``) naming the fix.
+    Options are validated when Spark asks for a reader or writer and raise
+    :class:`~rocketpipe.spark.options.SourceOptionError` /
+    :class:`~rocketpipe.spark.options.SinkOptionError` (both ``ValueError``) naming the fix.
     """
 
     @classmethod
@@ -95,3 +102,22 @@ class RocketMQDataSource(DataSource):  # type: ignore[misc]
         """
         _check_schema(schema)
         return RocketMQStreamReader(parse_source_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        """A batch writer: every row of ``schema`` becomes one message (driver side, no I/O).
+
+        Raises:
+            SinkOptionError: invalid options, no topic, or ``mode("overwrite")``.
+            SinkSchemaError: no ``body`` column, or a sink column of an unsupported type.
+        """
+        return make_writer(parse_sink_options(self.options), schema, overwrite=overwrite, streaming=False)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """A micro-batch writer (also rebuilt by Spark for every commit; no I/O here).
+
+        ``overwrite`` (complete output mode) re-sends the whole result table every batch.
+
+        Raises:
+            SinkOptionError, SinkSchemaError: as :meth:`writer`.
+        """
+        return make_writer(parse_sink_options(self.options), schema, overwrite=overwrite, streaming=True)

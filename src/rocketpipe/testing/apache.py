@@ -379,8 +379,20 @@ def _wait(what: str, proc: JavaProcess, ready: Callable[[], bool], deadline: flo
         time.sleep(0.2)
 
 
-def start_apache_cluster(version: str, work_dir: Path, *, classpath: Sequence[str] | None = None, timeout: float = 120.0, broker_conf: dict[str, str] | None = None) -> ApacheCluster:
+def start_apache_cluster(
+    version: str,
+    work_dir: Path,
+    *,
+    classpath: Sequence[str] | None = None,
+    timeout: float = 120.0,
+    broker_conf: dict[str, str] | None = None,
+    broker_jvm_opts: Sequence[str] = JVM_OPTS,
+) -> ApacheCluster:
     """Start an Apache name server and broker ``version`` under ``work_dir``; wait until they serve.
+
+    ``broker_jvm_opts`` replaces :data:`JVM_OPTS` for the broker JVM only (e.g. a larger heap and
+    the C2 compiler for a benchmark; keep the ``--add-opens`` options); the name server always
+    runs with :data:`JVM_OPTS`.
 
     The name server is ready when it answers GET_BROKER_CLUSTER_INFO (106); the cluster is
     ready when that answer lists our broker at its address. Stop it with
@@ -410,7 +422,7 @@ def start_apache_cluster(version: str, work_dir: Path, *, classpath: Sequence[st
         port = _free_port_block((-2, 0, 1))
         cluster.broker_addr = f"127.0.0.1:{port}"
         (home / "broker.conf").write_text(_broker_conf(version, home, ns_addr, port, broker_conf or {}))
-        broker = start_java("broker", java_command(cp, "org.apache.rocketmq.broker.BrokerStartup", "-c", str(home / "broker.conf"), props=props), home / "logs" / "broker.out", env, home)
+        broker = start_java("broker", java_command(cp, "org.apache.rocketmq.broker.BrokerStartup", "-c", str(home / "broker.conf"), jvm_opts=broker_jvm_opts, props=props), home / "logs" / "broker.out", env, home)
         cluster.processes.append(broker)
 
         def registered() -> bool:

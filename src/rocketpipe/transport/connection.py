@@ -56,6 +56,8 @@ _FLUSH_NOW_PARTS: Final = 16
 _CLOSE_LINGER: Final = 1.0
 
 _EMPTY_ROUTER: Final = Router()
+#: How many abandoned request opaques a connection remembers (late answers to them log at DEBUG).
+_ABANDONED_KEPT: Final = 1024
 
 
 class _Expired(Exception):
@@ -116,6 +118,9 @@ class Connection:
         self._router = router if router is not None else _EMPTY_ROUTER
         self._decoder = FrameDecoder()
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        #: opaques of requests given up (timed out / cancelled) whose late answer is expected
+        #: (e.g. a long-polling pull or pop cut short by a close): logged at DEBUG, not WARNING
+        self._abandoned: dict[int, None] = {}
         self._handler_tasks: set[asyncio.Task[None]] = set()
         self._out: list[bytes | memoryview] = []
         self._out_bytes = 0
@@ -276,6 +281,15 @@ class Connection:
                 del pending[opaque]
             if not fut.done():
                 fut.cancel()  # cancelled caller: the deadline heap skips done futures
+                self._abandon(opaque)
+            elif fut.cancelled() or fut.exception() is not None:
+                self._abandon(opaque)
+
+    def _abandon(self, opaque: int) -> None:
+        abandoned = self._abandoned
+        abandoned[opaque] = None
+        if len(abandoned) > _ABANDONED_KEPT:
+            del abandoned[next(iter(abandoned))]
 
     def _add_deadline(self, deadline: float, fut: asyncio.Future[RemotingCommand]) -> None:
         heap = self._deadlines
@@ -435,7 +449,9 @@ class Connection:
     def _on_command(self, cmd: RemotingCommand) -> None:
         if cmd.is_response:
             fut = self._pending.pop(cmd.opaque, None)
-            if fut is None or fut.done():
+            if fut is None and self._abandoned.pop(cmd.opaque, 0) is None:
+                log.debug("late response to an abandoned request dropped remote=%s opaque=%d code=%d", self.remote_address, cmd.opaque, cmd.code)
+            elif fut is None or fut.done():
                 log.warning(
                     "response with unknown opaque dropped remote=%s opaque=%d code=%d",
                     self.remote_address, cmd.opaque, cmd.code,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 
+import pytest
 from waiting import wait_until
 
 from rocketpipe import (
@@ -14,6 +15,7 @@ from rocketpipe import (
     ConsumeFromWhere,
     Message,
     MessageExt,
+    MessageQueue,
     Producer,
     PullStatus,
     PushConsumer,
@@ -173,3 +175,50 @@ async def test_admin_offsets_and_queues(cluster: LocalCluster) -> None:
         route = await admin.topic_route("Meta")
         assert route.queue_datas[0].read_queue_nums == 2
         assert {r.message_queue for r in results} <= set(queues)
+
+
+async def test_send_with_selector_or_queue_goes_to_that_queue(cluster: LocalCluster) -> None:
+    """``send(msg, selector=select_by_hash, arg=order_id)`` keeps each order on one queue (Java's sendSelectImpl)."""
+    from rocketpipe.client import select_by_hash
+
+    async with Admin(cluster.namesrv_addr) as admin:
+        await admin.create_topic("Sel", 4)
+        queues = await admin.topic_queues("Sel")
+    async with Producer("pg-sel", namesrv_addr=cluster.namesrv_addr) as p:
+        placed: dict[str, set[MessageQueue]] = {}
+        for step in range(5):
+            for order in ("o1", "o2", "o3", "o4", "o5"):
+                r = await p.send(Message.build("Sel", f"{order}:{step}"), selector=select_by_hash, arg=order)
+                placed.setdefault(order, set()).add(r.message_queue)
+        assert all(len(qs) == 1 for qs in placed.values())
+        assert {next(iter(qs)) for qs in placed.values()} == {select_by_hash(queues, Message.build("Sel", b""), o) for o in placed}
+        q2 = next(q for q in queues if q.queue_id == 2)
+        r = await p.send(Message.build("Sel", b"pinned"), queue=q2)
+        assert r.message_queue == q2
+        with pytest.raises(InvalidArgumentError, match="not a queue of the message's topic"):
+            await p.send(Message.build("Other", b"x"), queue=q2)
+        with pytest.raises(InvalidArgumentError, match="either queue= or selector="):
+            await p.send(Message.build("Sel", b"x"), queue=q2, selector=select_by_hash, arg="a")
+        with pytest.raises(InvalidArgumentError, match="selector returned None"):
+            await p.send(Message.build("Sel", b"x"), selector=lambda qs, m, a: None)  # type: ignore[arg-type,return-value]
+        raw = await admin_pull_all(cluster, q2)
+        assert b"pinned" in raw
+
+
+async def admin_pull_all(cluster: LocalCluster, mq: MessageQueue) -> list[bytes]:
+    async with Admin(cluster.namesrv_addr) as admin:
+        got = await admin.pull_raw(mq, 0, 64)
+        return [m.body for m in decode_records(got.body)]
+
+
+async def test_send_batch_to_one_queue(cluster: LocalCluster) -> None:
+    """``send_batch(msgs, queue=mq)`` stores the whole batch on ``mq`` (Java's send(Collection, MessageQueue))."""
+    async with Admin(cluster.namesrv_addr) as admin:
+        await admin.create_topic("SelB", 4)
+        q3 = next(q for q in await admin.topic_queues("SelB") if q.queue_id == 3)
+    async with Producer("pg-selb", namesrv_addr=cluster.namesrv_addr) as p:
+        r = await p.send_batch([Message.build("SelB", f"b{i}") for i in range(5)], queue=q3)
+        assert r.message_queue == q3 and r.queue_offset == 0
+        with pytest.raises(InvalidArgumentError, match="not a queue of the batch's topic"):
+            await p.send_batch([Message.build("Other", b"x")], queue=q3)
+    assert await admin_pull_all(cluster, q3) == [f"b{i}".encode() for i in range(5)]

@@ -60,9 +60,21 @@ async def test_persist_load_and_read(tmp_path: Path) -> None:
     fresh.load()
     assert fresh.snapshot() == {Q0: 6, Q1: 9}
     assert await fresh.read_offset(MessageQueue("T", "broker-a", 5), ReadOffsetType.MEMORY_FIRST_THEN_STORE) == -1
-    # persist_all keeps only the given queues
+    # persist_all writes the given queues' offsets into the file and keeps the others' (5.x
+    # LocalFileOffsetStore.persistAll reads the file first); memory is not pruned
+    fresh.update_offset(Q0, 8, increase_only=False)
+    fresh.update_offset(Q1, 11, increase_only=False)
     await fresh.persist_all([Q1])
-    assert decode_offsets(fresh.path.read_bytes()) == {Q1: 9}
+    assert decode_offsets(fresh.path.read_bytes()) == {Q0: 6, Q1: 11}
+    assert fresh.snapshot() == {Q0: 8, Q1: 11}
+    fresh.remove(Q0)
+    await fresh.persist_all([Q0])  # not in memory: nothing to write
+    assert decode_offsets(fresh.path.read_bytes()) == {Q0: 6, Q1: 11}
+    # persist(mq) replaces that queue's entry only
+    other = LocalOffsetStore("127.0.0.1@a", "g", tmp_path)
+    other.update_offset(Q0, 1, increase_only=False)
+    await other.persist(Q0)
+    assert decode_offsets(other.path.read_bytes()) == {Q0: 1, Q1: 11}
 
 
 def test_bak_fallback_and_corrupt_file(tmp_path: Path) -> None:

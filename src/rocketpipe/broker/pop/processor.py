@@ -237,7 +237,12 @@ class PopProcessor:
             self._pop_queue(topic, is_retry, (rand + i) % n, h, codes, batch)
 
     def pop_offset(self, group: str, topic: str, queue_id: int, init_mode: int) -> int:
-        """The next offset to pop (reset > own table > consumer offset > init mode)."""
+        """The next offset to pop: a reset, else max(own pop table, the group's consumer offset).
+
+        Mirrors ``PopMessageProcessor.getPopOffset``: the committed consumer offset (shared with
+        PULL) is the floor and the pop buffer's offset may be ahead of it, so a group switched
+        from PULL to POP at runtime does not get the already pulled messages popped again.
+        """
         b = self.broker
         table = self.service.table
         reset = b.offsets.take_reset(group, topic, queue_id)
@@ -246,6 +251,10 @@ class PopProcessor:
             return reset
         off = table.pop_offset(group, topic, queue_id)
         if off is not None:
+            committed = b.offsets.query(group, topic, queue_id)
+            if committed > off:
+                table.set_pop_offset(group, topic, queue_id, committed)
+                return committed
             return off
         off = b.offsets.query(group, topic, queue_id)
         if off < 0:

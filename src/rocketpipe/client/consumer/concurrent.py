@@ -9,25 +9,27 @@ thread pool of the same size; from a backlog, one thread hop carries up to
 (CONSUMER_SEND_MSG_BACK); messages whose send-back failed stay in the
 ProcessQueue and are consumed again locally after 5 s; the others leave the ProcessQueue and
 the offset store advances to :meth:`ProcessQueue.remove_messages`.
+
+Statistics (:class:`~rocketpipe.client.consumer.stats.ConsumerStats`, as Java's
+``ConsumerStatsManager``): every listener call's duration (``incConsumeRT``, also when the queue
+was dropped meanwhile), and in ``process_consume_result`` the acknowledged / failed counts
+(``incConsumeOKTPS`` / ``incConsumeFailedTPS``), keyed by the queue's topic.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Final
 
-from ...protocol.message import PROPERTY_CONSUME_START_TIMESTAMP, MessageExt, MessageQueue
+from ...protocol.message import MessageExt, MessageQueue
 from .._tasks import TaskOwner
-from .listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageListenerConcurrently
+from .listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ListenerRunner, MessageListenerConcurrently, prepare_batch
 from .offsets import RemoteOffsetStore
 from .process_queue import ProcessQueue
-from .retry import restore_retry_topic
+from .stats import ConsumerStats
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +84,13 @@ class ConcurrentDispatcher:
             ``DefaultMQPushConsumer.consumeThreadMax`` (20).
         consume_message_batch_max_size: messages per listener call. Mirrors
             ``DefaultMQPushConsumer.consumeMessageBatchMaxSize`` (1).
-        now_ms: wall clock in ms (``CONSUME_START_TIME``).
+        now_ms: wall clock in ms (``CONSUME_START_TIME``, and the statistics' windows).
+        stats: where consume statistics go (also read by the pull loop through
+            :attr:`stats`); a new :class:`ConsumerStats` over ``now_ms`` when None.
+
+    Attributes:
+        stats: the consume statistics (``ConsumerStatsManager``).
+        consumed_ok / consumed_failed: running totals of acknowledged / failed messages.
     """
 
     def __init__(
@@ -96,10 +104,19 @@ class ConcurrentDispatcher:
         consume_thread_max: int,
         consume_message_batch_max_size: int,
         now_ms: Callable[[], int],
+        stats: ConsumerStats | None = None,
     ) -> None:
         self._group = group
-        self._listener = listener
-        self._is_async = inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(type(listener).__call__)
+        self._runner = ListenerRunner(
+            listener,
+            status_type=ConsumeConcurrentlyStatus,
+            failure=ConsumeConcurrentlyStatus.RECONSUME_LATER,
+            group=group,
+            max_threads=consume_thread_max,
+            thread_name_prefix=f"consume-{group}",
+        )
+        self._is_async = self._runner.is_async
+        self.stats = stats if stats is not None else ConsumerStats.from_now_ms(now_ms)
         self._store = offset_store
         self._send_back = send_back
         self._tasks = tasks
@@ -107,7 +124,6 @@ class ConcurrentDispatcher:
         self._batch = consume_message_batch_max_size
         self._now_ms = now_ms
         self._queue: asyncio.Queue[ConsumeRequest] = asyncio.Queue()
-        self._executor: ThreadPoolExecutor | None = None
         self._workers: list[asyncio.Task[None]] = []
         self._busy: set[asyncio.Task[None]] = set()
         self._closing = False
@@ -141,8 +157,7 @@ class ConcurrentDispatcher:
             await asyncio.wait(busy)
         for w in self._workers:
             w.cancel()
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+        self._runner.close()
 
     async def _worker(self) -> None:
         me = asyncio.current_task()
@@ -168,105 +183,53 @@ class ConcurrentDispatcher:
             finally:
                 self._busy.discard(me)
 
-    async def _consume_in_one_hop(self, reqs: list[ConsumeRequest]) -> None:
-        """Like :meth:`_consume` for several requests, with one thread-pool hop for all the
-        listener calls (plain-function listeners only)."""
-        start = str(self._now_ms())
-        calls: list[tuple[ConsumeRequest, ConsumeConcurrentlyContext]] = []
-        for req in reqs:
-            if req.pq.dropped:
-                continue
-            for m in req.msgs:
-                restore_retry_topic(m, self._group)
-                m.properties[PROPERTY_CONSUME_START_TIMESTAMP] = start
-            calls.append((req, ConsumeConcurrentlyContext(message_queue=req.mq)))
-        if not calls:
-            return
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix=f"consume-{self._group}")
-        listener = self._listener
+    def _prepare(self, req: ConsumeRequest, start_ms: int) -> ConsumeConcurrentlyContext:
+        """Restore retry topics, stamp ``CONSUME_START_TIME``; return the call's context."""
+        prepare_batch(req.msgs, self._group, start_ms)
+        return ConsumeConcurrentlyContext(message_queue=req.mq)
 
-        def run_all() -> list[tuple[bool, object]]:
-            out: list[tuple[bool, object]] = []
-            for req, ctx in calls:
-                try:
-                    out.append((True, listener(req.msgs, ctx)))
-                except Exception as exc:  # noqa: BLE001 - reported per call on the loop
-                    out.append((False, exc))
-            return out
-
-        results = await asyncio.get_running_loop().run_in_executor(self._executor, run_all)
-        for (req, ctx), (ok, value) in zip(calls, results):
-            status = await self._listener_status(ok, value, ctx)
-            if req.pq.dropped:
-                log.info("queue dropped while consuming, result discarded group=%s mq=%s", self._group, req.mq)
-                continue
-            await self.process_consume_result(status, ctx, req)
-
-    async def _listener_status(self, ok: bool, value: object, ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
-        """:meth:`_call_listener`'s outcome rules for a call made in :meth:`_consume_in_one_hop`."""
-        if ok and inspect.isawaitable(value):
-            try:
-                value = await value
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001
-                ok, value = False, exc
-        if not ok:
-            err = value if isinstance(value, BaseException) else None
-            log.error(
-                "listener raised group=%s mq=%s; treated as RECONSUME_LATER", self._group, ctx.message_queue,
-                exc_info=(type(err), err, err.__traceback__) if err is not None else None,
-            )
-            return ConsumeConcurrentlyStatus.RECONSUME_LATER
-        if not isinstance(value, ConsumeConcurrentlyStatus):
-            if value is not None:
-                log.warning("listener returned %r group=%s; treated as RECONSUME_LATER", value, self._group)
-            return ConsumeConcurrentlyStatus.RECONSUME_LATER
-        return value
-
-    async def _call_listener(self, msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
-        try:
-            if self._is_async:
-                result = await self._listener(msgs, ctx)  # type: ignore[misc]
-            else:
-                if self._executor is None:
-                    self._executor = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix=f"consume-{self._group}")
-                loop = asyncio.get_running_loop()
-                result = await loop.run_in_executor(self._executor, functools.partial(self._listener, msgs, ctx))
-                if inspect.isawaitable(result):
-                    result = await result
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("listener raised group=%s mq=%s; treated as RECONSUME_LATER", self._group, ctx.message_queue)
-            return ConsumeConcurrentlyStatus.RECONSUME_LATER
-        if not isinstance(result, ConsumeConcurrentlyStatus):
-            if result is not None:
-                log.warning("listener returned %r group=%s; treated as RECONSUME_LATER", result, self._group)
-            return ConsumeConcurrentlyStatus.RECONSUME_LATER
-        return result
-
-    async def _consume(self, req: ConsumeRequest) -> None:
-        if req.pq.dropped:
-            return
-        start = str(self._now_ms())
-        for m in req.msgs:
-            restore_retry_topic(m, self._group)
-            m.properties[PROPERTY_CONSUME_START_TIMESTAMP] = start
-        ctx = ConsumeConcurrentlyContext(message_queue=req.mq)
-        status = await self._call_listener(req.msgs, ctx)
+    async def _finish(self, req: ConsumeRequest, ctx: ConsumeConcurrentlyContext, status: ConsumeConcurrentlyStatus, rt_ms: float) -> None:
+        """After a listener call: record its RT, then process the result unless the queue was
+        dropped meanwhile (``ConsumeRequest.run``)."""
+        self.stats.inc_consume_rt(self._group, req.mq.topic, rt_ms)
         if req.pq.dropped:
             log.info("queue dropped while consuming, result discarded group=%s mq=%s", self._group, req.mq)
             return
         await self.process_consume_result(status, ctx, req)
 
+    async def _consume_in_one_hop(self, reqs: list[ConsumeRequest]) -> None:
+        """Like :meth:`_consume` for several requests, with one thread-pool hop for all the
+        listener calls (plain-function listeners only)."""
+        start = self._now_ms()
+        calls = [(req, self._prepare(req, start)) for req in reqs if not req.pq.dropped]
+        if not calls:
+            return
+        outcomes = await self._runner.call_in_one_hop([(req.msgs, ctx) for req, ctx in calls])
+        for (req, ctx), (status, rt_ms) in zip(calls, outcomes):
+            await self._finish(req, ctx, status, rt_ms)
+
+    async def _consume(self, req: ConsumeRequest) -> None:
+        if req.pq.dropped:
+            return
+        ctx = self._prepare(req, self._now_ms())
+        status, rt_ms = await self._runner.call(req.msgs, ctx)
+        await self._finish(req, ctx, status, rt_ms)
+
     async def process_consume_result(self, status: ConsumeConcurrentlyStatus, ctx: ConsumeConcurrentlyContext, req: ConsumeRequest) -> None:
-        """Acknowledge, send back failures, and advance the offset (``processConsumeResult``)."""
+        """Acknowledge, send back failures, and advance the offset (``processConsumeResult``).
+
+        Counts the acknowledged and failed messages in :attr:`stats` under ``req.mq.topic``.
+        """
         msgs = req.msgs
+        if not msgs:
+            return
         ack = ack_index_for(status, ctx.ack_index, len(msgs))
-        self.consumed_ok += ack + 1
-        self.consumed_failed += len(msgs) - ack - 1
+        ok, failed = ack + 1, len(msgs) - ack - 1
+        self.consumed_ok += ok
+        self.consumed_failed += failed
+        topic = req.mq.topic
+        self.stats.inc_consume_ok_tps(self._group, topic, ok)
+        self.stats.inc_consume_failed_tps(self._group, topic, failed)
         remaining = list(msgs)
         failed_local: list[MessageExt] = []
         for m in msgs[ack + 1 :]:

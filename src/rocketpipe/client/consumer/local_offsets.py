@@ -93,9 +93,9 @@ class LocalOffsetStore:
                 log.warning("bad local offsets file path=%s err=%s", p, exc)
         return {}
 
-    def write_file(self) -> bool:
-        """Write the in-memory table atomically; returns False (logged) on failure."""
-        data = encode_offsets(self._table)
+    def write_file(self, table: dict[MessageQueue, int] | None = None) -> bool:
+        """Write ``table`` (default: the in-memory table) atomically; False (logged) on failure."""
+        data = encode_offsets(self._table if table is None else table)
         tmp = self.path.with_name(self.path.name + ".tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -140,18 +140,34 @@ class LocalOffsetStore:
         self.update_offset(mq, stored, increase_only=False)
         return stored
 
+    def _merge_into_file(self, mqs: Iterable[MessageQueue]) -> bool:
+        """Read the file, put the in-memory offsets of ``mqs`` into it, write it back."""
+        table = self.read_file()
+        for mq in mqs:
+            if mq in self._table:
+                table[mq] = self._table[mq]
+        return self.write_file(table)
+
     async def persist(self, mq: MessageQueue, *, oneway: bool = False) -> None:
-        """Write the whole table to the file (no error raised)."""
+        """Write ``mq``'s offset into the file (no error raised).
+
+        Mirrors 5.x ``LocalFileOffsetStore.persist``: the file is read and only this queue's
+        entry replaced, so the offsets of other queues in it are kept.
+        """
         if mq in self._table:
-            await asyncio.to_thread(self.write_file)
+            await asyncio.to_thread(self._merge_into_file, [mq])
 
     async def persist_all(self, mqs: Iterable[MessageQueue], *, oneway: bool = True) -> None:
-        """Keep only ``mqs`` in memory and write the file (``persistAll``)."""
-        keep = set(mqs)
-        for mq in [m for m in self._table if m not in keep]:
-            del self._table[mq]
-        if self._table:
-            await asyncio.to_thread(self.write_file)
+        """Write the offsets of ``mqs`` into the file (``persistAll``); nothing when empty.
+
+        Mirrors 5.x ``LocalFileOffsetStore.persistAll``: the file is read and the in-memory
+        offsets of ``mqs`` put into it, so queues no longer held (another topic unsubscribed, a
+        queue missing from the route for a while) keep their offsets for a later restart; the
+        in-memory table is not pruned (``removeOffset`` does that).
+        """
+        keep = [mq for mq in set(mqs) if mq in self._table]
+        if keep:
+            await asyncio.to_thread(self._merge_into_file, keep)
 
     def remove(self, mq: MessageQueue) -> None:
         """Forget a queue's in-memory offset (the file keeps it until the next write)."""

@@ -22,6 +22,10 @@ Mirrors ``ConsumeMessageOrderlyService`` + the lock half of ``RebalanceImpl`` +
   with ``RECONSUME_TIME = count + 1`` and delay ``3 + count``, which the broker turns into a
   DLQ write; once every such message is sent back the batch counts as consumed.
 * **BROADCASTING.** No locks: every queue is consumed serially without asking the broker.
+* **Statistics** (:class:`~rocketpipe.client.consumer.stats.ConsumerStats`): every listener
+  call's duration; OK counts for SUCCESS (and, with ``auto_commit``, COMMIT / ROLLBACK, which
+  are treated as SUCCESS), failed counts for SUSPEND — manual-mode COMMIT and ROLLBACK count
+  nothing, as in Java's ``ConsumeMessageOrderlyService.processConsumeResult``.
 
 Simplification (documented): Java delays the UNLOCK of a removed queue by 20 s when messages
 are still cached (``unlockDelay``); here the unlock is sent as soon as the batch in flight
@@ -32,11 +36,9 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Union
 
@@ -45,12 +47,13 @@ from ...protocol.bodies.consumer import LockBatchRequestBody, LockBatchResponseB
 from ...protocol.codes import RequestCode, ResponseCode
 from ...protocol.command import RemotingCommand
 from ...protocol.headers.lock import LockBatchMqRequestHeader, UnlockBatchMqRequestHeader
-from ...protocol.message import PROPERTY_CONSUME_START_TIMESTAMP, MessageExt, MessageQueue
+from ...protocol.message import MessageExt, MessageQueue
 from .._tasks import TaskOwner
+from .listener import ListenerRunner, prepare_batch
 from .process_queue import ProcessQueue
 from .pull import PullRequest
 from .push_controls import ControlledPullLoop
-from .retry import restore_retry_topic
+from .stats import ConsumerStats
 
 if TYPE_CHECKING:
     from ..runtime import ClientRuntime
@@ -401,7 +404,13 @@ class OrderlyDispatcher:
         consume_message_batch_max_size: messages per call.
         suspend_current_queue_time_millis: default suspend time (1 000 ms).
         max_reconsume_times: −1 = ``Integer.MAX_VALUE``.
-        now_ms: wall clock, ms.
+        now_ms: wall clock, ms (also the statistics' windows).
+        stats: where consume statistics go (also read by the pull loop through
+            :attr:`stats`); a new :class:`ConsumerStats` over ``now_ms`` when None.
+
+    Attributes:
+        stats: the consume statistics (``ConsumerStatsManager``).
+        consumed_ok / consumed_failed: running totals of acknowledged / failed messages.
     """
 
     def __init__(
@@ -418,24 +427,27 @@ class OrderlyDispatcher:
         suspend_current_queue_time_millis: int,
         max_reconsume_times: int,
         now_ms: Callable[[], int],
+        stats: ConsumerStats | None = None,
     ) -> None:
         self._group = group
-        self._listener = listener
-        if isinstance(listener, MessageListenerOrderly):
-            self._is_async = listener.is_async
-        else:
-            self._is_async = inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(type(listener).__call__)
+        self._runner = ListenerRunner(
+            listener,
+            status_type=ConsumeOrderlyStatus,
+            failure=ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,
+            group=group,
+            max_threads=consume_thread_max,
+            thread_name_prefix=f"orderly-{group}",
+        )
+        self.stats = stats if stats is not None else ConsumerStats.from_now_ms(now_ms)
         self._update_offset = update_offset
         self._send_back = send_back
         self._lock_one = lock_one
         self._tasks = tasks
-        self._threads = consume_thread_max
         self._batch = consume_message_batch_max_size
         self._suspend_ms = suspend_current_queue_time_millis
         self._max_reconsume = effective_orderly_max_reconsume_times(max_reconsume_times)
         self._now_ms = now_ms
         self._sem = asyncio.Semaphore(consume_thread_max)
-        self._executor: ThreadPoolExecutor | None = None
         self._active: set[asyncio.Task[None]] = set()
         self._in_batch: set[asyncio.Task[Any]] = set()
         self._closing = False
@@ -471,8 +483,7 @@ class OrderlyDispatcher:
                 t.cancel()
         if tasks:
             await asyncio.wait(tasks)
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+        self._runner.close()
 
     def _spawn(self, pq: OrderlyProcessQueue, mq: MessageQueue, delay: float) -> None:
         task = self._tasks.spawn(self._run(pq, mq, delay), f"orderly-{mq.topic}-{mq.broker_name}-{mq.queue_id}")
@@ -525,10 +536,7 @@ class OrderlyDispatcher:
                     if me is not None:
                         self._in_batch.add(me)
                     try:
-                        start = str(self._now_ms())
-                        for m in msgs:
-                            restore_retry_topic(m, self._group)
-                            m.properties[PROPERTY_CONSUME_START_TIMESTAMP] = start
+                        prepare_batch(msgs, self._group, self._now_ms())
                         ctx = ConsumeOrderlyContext(message_queue=mq)
                         status = await self._call_listener(msgs, ctx)
                         delay = await self._process_result(msgs, status, ctx, pq, mq)
@@ -538,26 +546,10 @@ class OrderlyDispatcher:
                 return delay
 
     async def _call_listener(self, msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
-        try:
-            if self._is_async:
-                result = await self._listener(list(msgs), ctx)  # type: ignore[misc]
-            else:
-                if self._executor is None:
-                    self._executor = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix=f"orderly-{self._group}")
-                loop = asyncio.get_running_loop()
-                result = await loop.run_in_executor(self._executor, functools.partial(self._listener, list(msgs), ctx))
-                if inspect.isawaitable(result):
-                    result = await result
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("orderly listener raised group=%s mq=%s; suspending the queue", self._group, ctx.message_queue)
-            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
-        if not isinstance(result, ConsumeOrderlyStatus):
-            if result is not None:
-                log.warning("orderly listener returned %r group=%s; treated as SUSPEND", result, self._group)
-            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
-        return result
+        """Call the listener once; record its RT; return its status (failures: SUSPEND)."""
+        status, rt_ms = await self._runner.call(msgs, ctx)
+        self.stats.inc_consume_rt(self._group, ctx.message_queue.topic, rt_ms)
+        return status
 
     async def _check_reconsume_times(self, msgs: list[MessageExt]) -> bool:
         """``checkReconsumeTimes``: True when the batch must be consumed again."""
@@ -584,6 +576,7 @@ class OrderlyDispatcher:
         suspend_s = clamp_suspend_ms(ctx.suspend_current_queue_time_millis, self._suspend_ms) / 1000
         commit_offset = -1
         S = ConsumeOrderlyStatus
+        stats, group, topic = self.stats, self._group, mq.topic
         if ctx.auto_commit:
             if status in (S.COMMIT, S.ROLLBACK):
                 log.warning("orderly: %s needs auto_commit=False; treated as SUCCESS mq=%s", status.value, mq)
@@ -591,8 +584,10 @@ class OrderlyDispatcher:
             if status is S.SUCCESS:
                 commit_offset = pq.commit(msgs)
                 self.consumed_ok += len(msgs)
+                stats.inc_consume_ok_tps(group, topic, len(msgs))
             else:
                 self.consumed_failed += len(msgs)
+                stats.inc_consume_failed_tps(group, topic, len(msgs))
                 if await self._check_reconsume_times(msgs):
                     self._apply_offset(mq, commit_offset)
                     return suspend_s
@@ -601,6 +596,7 @@ class OrderlyDispatcher:
             if status is S.SUCCESS:
                 pq.mark_consumed(msgs)
                 self.consumed_ok += len(msgs)
+                stats.inc_consume_ok_tps(group, topic, len(msgs))
             elif status is S.COMMIT:
                 commit_offset = pq.commit(msgs)
                 self.consumed_ok += len(msgs)
@@ -610,6 +606,7 @@ class OrderlyDispatcher:
                 return suspend_s
             else:
                 self.consumed_failed += len(msgs)
+                stats.inc_consume_failed_tps(group, topic, len(msgs))
                 if await self._check_reconsume_times(msgs):
                     return suspend_s
                 pq.mark_consumed(msgs)

@@ -4,6 +4,11 @@ Mirrors ``DefaultMQPushConsumerImpl.pullMessage`` + ``PullAPIWrapper.processPull
 control, long-poll pulls (suspend 15 s, RPC timeout 30 s) with a piggy-backed commit offset,
 one decode of the pull body per pull, client-side tag re-filtering, PullStatus handling
 (FOUND / NO_NEW_MSG / NO_MATCHED_MSG / OFFSET_ILLEGAL repair) and error back-off.
+
+Statistics: a FOUND pull records its round trip (request sent → body decoded and filtered, ms,
+on the loop's monotonic clock) with ``ConsumerStats.inc_pull_rt`` and, when messages are left,
+their number with ``inc_pull_tps`` — as the pull callback of
+``DefaultMQPushConsumerImpl.pullMessage`` does (``incPullRT`` / ``incPullTPS``).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ if TYPE_CHECKING:
     from ...protocol.bodies.heartbeat import SubscriptionData
     from ..runtime import ClientRuntime
     from .concurrent import ConcurrentDispatcher
+    from .stats import ConsumerStats
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +117,10 @@ class PullLoop:
         settings: pull knobs.
         subscription_of: topic → current SubscriptionData (None if unsubscribed).
         offset_store: the group's offset store.
-        dispatcher: where pulled messages go.
+        dispatcher: where pulled messages go; its ``stats`` receive the pull statistics
+            unless ``stats`` is given.
         on_offset_illegal: called after an OFFSET_ILLEGAL repair (the rebalance recreates the queue).
+        stats: where pull RT / TPS go (default: ``dispatcher.stats``).
     """
 
     def __init__(
@@ -124,6 +132,7 @@ class PullLoop:
         offset_store: RemoteOffsetStore,
         dispatcher: ConcurrentDispatcher,
         on_offset_illegal: Callable[[PullRequest], Awaitable[None]],
+        stats: ConsumerStats | None = None,
     ) -> None:
         self._rt = runtime
         self._group = group
@@ -132,6 +141,7 @@ class PullLoop:
         self._store = offset_store
         self._dispatcher = dispatcher
         self._on_offset_illegal = on_offset_illegal
+        self._stats = stats if stats is not None else dispatcher.stats
         self._flow_control_times = 0
 
     async def run(self, req: PullRequest) -> None:
@@ -179,6 +189,7 @@ class PullLoop:
         if req.suggest_broker_id != MASTER_ID:
             has_commit = False
         flag = build_pull_sys_flag(commit_offset=has_commit, suspend=True, subscription=s.post_subscription_when_pull)
+        begin = asyncio.get_running_loop().time()
         try:
             raw = await rpc.pull_message(
                 self._rt.pool,
@@ -207,14 +218,18 @@ class PullLoop:
         if req.pq.dropped:
             return None
         req.suggest_broker_id = raw.suggest_which_broker_id
-        return await self._on_result(req, raw, sub)
+        return await self._on_result(req, raw, sub, begin)
 
-    async def _on_result(self, req: PullRequest, raw: PullRaw, sub: SubscriptionData) -> float | None:
+    async def _on_result(self, req: PullRequest, raw: PullRaw, sub: SubscriptionData, begin: float) -> float | None:
+        """Handle one pull response; ``begin`` is the loop time the request was sent."""
         status = raw.status
         if status is PullStatus.FOUND:
             msgs = process_pull_result(raw, req.mq, sub)
             req.next_offset = raw.next_begin_offset
+            topic = req.mq.topic
+            self._stats.inc_pull_rt(self._group, topic, (asyncio.get_running_loop().time() - begin) * 1000)
             if msgs:
+                self._stats.inc_pull_tps(self._group, topic, len(msgs))
                 req.pq.put_messages(msgs)
                 self._dispatcher.submit(msgs, req.pq, req.mq)
                 return self._s.pull_interval

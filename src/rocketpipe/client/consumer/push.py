@@ -23,6 +23,7 @@ from ...clock import SYSTEM_CLOCK, Clock
 from ...errors import ClientClosedError, InvalidArgumentError, RocketMQError, TopicNotExistError
 from ...protocol.bodies.consumer import ConsumerRunningInfo
 from ...protocol.bodies.heartbeat import ConsumerData, SubscriptionData
+from ...protocol.headers.pop import ConsumeInitMode
 from ...protocol.message import (
     PROPERTY_CONSUME_START_TIMESTAMP,
     PROPERTY_DELAY_TIME_LEVEL,
@@ -42,6 +43,7 @@ from ..routing import MASTER_ID, subscribe_queues
 from ..inbound import ConsumeMessageDirectlyResult, consume_directly, install_consumer_handlers
 from ..runtime import CLIENT_INNER_PRODUCER_GROUP, ClientRuntime
 from .allocate import AllocateStrategy, allocate_averagely
+from .assignment import QUERY_ASSIGNMENT_TIMEOUT, query_assignment, split_assignments, strategy_name
 from .common import check_consumer_group, refresh_routes, resolve_runtime
 from .concurrent import ConcurrentDispatcher
 from .listener import ConsumeConcurrentlyContext, MessageListenerConcurrently, MessageModel
@@ -56,12 +58,14 @@ from .orderly import (
     OrderlyPullLoop,
     QueueLocker,
 )
+from .pop_push import PopConsumeService, PopConsumption, PopLoop, PopSettings, check_pop_settings, update_pop_retry_subscription
 from .process_queue import FlowControlLimits, ProcessQueue
 from .push_controls import ConsumeMessageHook, ControlledPullLoop, PushControls, wrap_listener_with_hooks
 from .pull import PullLoop, PullRequest, PullSettings
 from .rebalance import plan_rebalance
-from .retry import default_delay_level, effective_max_reconsume_times, retry_topic
+from .retry import default_delay_level, effective_max_reconsume_times, is_retry_topic, retry_topic
 from .selector import MessageSelector
+from .stats import zero_consume_status
 
 if TYPE_CHECKING:
     from ..producer.producer import Producer
@@ -136,6 +140,21 @@ class PushConsumer:
             off (``pullThresholdForTopic``).
         pull_threshold_size_for_topic: cached MiB per topic, split likewise; −1 off
             (``pullThresholdSizeForTopic``).
+        client_rebalance: True (default): queues are allocated by this client
+            (``allocate_strategy``). False: a concurrent CLUSTERING consumer asks the broker
+            (QUERY_ASSIGNMENT, 5.x) for its queues, each in PULL mode (pulled as usual) or POP
+            mode (popped, acked per message: see :mod:`.pop_push`); the broker's mode for the
+            group is set with :meth:`Admin.set_message_request_mode`. A topic whose first
+            QUERY_ASSIGNMENT fails (a 4.x broker answers REQUEST_CODE_NOT_SUPPORTED) or times
+            out three times is allocated by the client. Orderly and BROADCASTING consumers
+            always allocate on the client. Mirrors ``DefaultMQPushConsumer.clientRebalance``
+            (true) and ``RebalanceImpl.tryQueryAssignment`` of the Java client 5.0–5.3.1.
+        pop_threshold_for_queue: POP: messages waiting for their ack above which a POP queue
+            stops popping (``popThresholdForQueue``, 96).
+        pop_invisible_time: POP: seconds popped messages stay invisible to the group, in
+            [5, 300] (``popInvisibleTime``, 60 000 ms). A batch still unconsumed when it runs
+            out is not consumed (the broker delivers it again).
+        pop_batch_nums: POP: messages per POP_MESSAGE, in [1, 32] (``popBatchNums``, 32).
 
     Raises:
         InvalidArgumentError: bad group or settings, no name server.
@@ -171,6 +190,10 @@ class PushConsumer:
         offset_store_dir: str | None = None,
         pull_threshold_for_topic: int = -1,
         pull_threshold_size_for_topic: int = -1,
+        client_rebalance: bool = True,
+        pop_threshold_for_queue: int = 96,
+        pop_invisible_time: float = 60.0,
+        pop_batch_nums: int = 32,
     ) -> None:
         check_consumer_group(consumer_group)
         if not isinstance(message_model, MessageModel):
@@ -187,6 +210,7 @@ class PushConsumer:
             raise InvalidArgumentError("consume_timeout must be > 0 seconds")
         if consumer_timeout_when_suspend <= broker_suspend_max_time:
             raise InvalidArgumentError("consumer_timeout_when_suspend must exceed broker_suspend_max_time")
+        check_pop_settings(pop_threshold_for_queue, pop_invisible_time, pop_batch_nums)
         runtime, self._owns_runtime = resolve_runtime("PushConsumer", namesrv_addr, config, runtime, clock)
         self.group = consumer_group
         self.message_model = message_model
@@ -201,6 +225,7 @@ class PushConsumer:
         self.suspend_current_queue_time_millis = suspend_current_queue_time_millis
         self.lock_renew_interval = lock_renew_interval
         self.offset_store_dir = offset_store_dir
+        self.client_rebalance = client_rebalance
         self.orderly = False
         self._runtime = runtime
         self._clock = clock
@@ -213,6 +238,16 @@ class PushConsumer:
             post_subscription_when_pull=post_subscription_when_pull,
             limits=FlowControlLimits(pull_threshold_for_queue, pull_threshold_size_for_queue, consume_concurrently_max_span),
         )
+        self._pop_settings = PopSettings(
+            pop_threshold_for_queue=pop_threshold_for_queue,
+            pop_invisible_time=pop_invisible_time,
+            pop_batch_nums=pop_batch_nums,
+            broker_suspend_max_time=broker_suspend_max_time,
+            pull_interval=pull_interval,
+            pull_time_delay_when_exception=runtime.config.pull_time_delay_when_exception,
+            max_reconsume_times=max_reconsume_times,
+        )
+        self._pop: PopConsumption | None = None
         self._subscriptions: dict[str, SubscriptionData] = {}
         self._listener: MessageListenerConcurrently | MessageListenerOrderly | None = None
         self._queues: dict[MessageQueue, PullRequest] = {}
@@ -302,13 +337,33 @@ class PushConsumer:
         return listener
 
     def subscriptions(self) -> dict[str, str]:
-        """Return topic → expression of the user's subscriptions (retry topic excluded)."""
-        rt = retry_topic(self.group)
-        return {t: s.sub_string for t, s in self._subscriptions.items() if t != rt}
+        """Return topic → expression of the user's subscriptions (retry topics excluded)."""
+        return {t: s.sub_string for t, s in self._subscriptions.items() if not is_retry_topic(t)}
 
     def assigned_queues(self) -> list[MessageQueue]:
-        """Return the queues this consumer currently pulls (sorted)."""
-        return sorted(mq for mq, r in self._queues.items() if not r.pq.dropped)
+        """Return the queues this consumer currently pulls or pops (sorted).
+
+        A POP assignment's queue may have ``queue_id`` −1 (every queue of the topic on that
+        broker, shared with the group's other consumers). Mirrors
+        ``RebalanceImpl.getWorkingMessageQueue``.
+        """
+        held = {mq for mq, r in self._queues.items() if not r.pq.dropped}
+        if self._pop is not None:
+            held.update(self._pop.working_queues())
+        return sorted(held)
+
+    def pop_queues(self) -> list[MessageQueue]:
+        """Return the queues this consumer consumes in POP mode (sorted; empty in PULL mode)."""
+        return self._pop.working_queues() if self._pop is not None else []
+
+    @property
+    def uses_broker_rebalance(self) -> bool:
+        """True when topics may be assigned by the broker (``not clientRebalance(topic)``).
+
+        Mirrors ``RebalancePushImpl.clientRebalance``: False for ``client_rebalance=True``,
+        orderly listeners and BROADCASTING.
+        """
+        return not self.client_rebalance and not self.orderly and self.clustering
 
     def committed_offsets(self) -> dict[MessageQueue, int]:
         """Return the in-memory "next offset to consume" per queue."""
@@ -434,6 +489,21 @@ class PushConsumer:
                 controls=self._controls,
             )
         self._dispatcher.start()
+        if self.uses_broker_rebalance:
+            service = PopConsumeService(
+                rt,
+                self.group,
+                listener,
+                self._tasks,
+                consume_thread_max=self.consume_thread_max,
+                consume_message_batch_max_size=self.consume_message_batch_max_size,
+                max_reconsume_times=self.max_reconsume_times,
+                now_ms=self._clock.now_ms,
+                stats=getattr(self._dispatcher, "stats", None),
+            )
+            pop_loop = PopLoop(rt, self.group, self._pop_settings, self._subscriptions.get, service, self._controls, self._clock.now_ms)
+            self._pop = PopConsumption(pop_loop, service, self._tasks)
+            service.start()
         await self._refresh_routes()
         try:
             await self._check_client_in_broker()
@@ -479,6 +549,8 @@ class PushConsumer:
                 req.task.cancel()
         if self._dispatcher is not None:
             await self._dispatcher.close()
+        if self._pop is not None:
+            await self._pop.close()
         held = [mq for mq in self._queues]
         for mq in held:
             try:
@@ -617,6 +689,10 @@ class PushConsumer:
             "clientIP": cfg.client_ip,
             "instanceName": cfg.instance_name,
             "unitMode": "false",
+            "clientRebalance": str(self.client_rebalance).lower(),
+            "popThresholdForQueue": str(self._pop_settings.pop_threshold_for_queue),
+            "popInvisibleTime": str(round(self._pop_settings.pop_invisible_time * 1000)),
+            "popBatchNums": str(self._pop_settings.pop_batch_nums),
             "PROP_CONSUMEORDERLY": str(self.orderly).lower(),
             "PROP_THREADPOOL_CORE_SIZE": str(self.consume_thread_max),
             "PROP_CONSUMER_START_TIMESTAMP": str(self._start_ms),
@@ -649,11 +725,8 @@ class PushConsumer:
                 "transactionMsgMinOffset": 0,
                 "tryUnlockTimes": orderly_pq.try_unlock_times if orderly_pq else 0,
             }
-        failed = self._dispatcher.consumed_failed if self._dispatcher is not None else 0
-        status = {
-            t: {"consumeFailedMsgs": failed, "consumeFailedTPS": 0.0, "consumeOKTPS": 0.0, "consumeRT": 0.0, "pullRT": 0.0, "pullTPS": 0.0}
-            for t in sorted(self._subscriptions)
-        }
+        stats = getattr(self._dispatcher, "stats", None)
+        status = {t: stats.consume_status(self.group, t) if stats is not None else zero_consume_status() for t in sorted(self._subscriptions)}
         return ConsumerRunningInfo(
             properties=props, subscription_set=list(self._subscriptions.values()), mq_table=mq_table, status_table=status
         )
@@ -724,9 +797,19 @@ class PushConsumer:
                 log.warning("rebalance failed group=%s topic=%s err=%s", self.group, topic, exc)
         for mq in [mq for mq in self._queues if mq.topic not in self._subscriptions]:
             await self._drop_queue(mq)
+        if self._pop is not None:
+            self._pop.drop_not_subscribed(self._subscriptions)
 
     async def _rebalance_topic(self, topic: str) -> None:
         rt = self._runtime
+        if self._pop is not None:
+            try:
+                if await self._pop.probe.use_broker(topic, lambda timeout: self._query_assignment(topic, timeout)):
+                    await self._rebalance_topic_by_broker(topic)
+                    return
+            except TopicNotExistError:
+                log.debug("rebalance: no route topic=%s", topic)
+                return
         route = rt.cached_route(topic)
         if route is None:
             try:
@@ -747,6 +830,39 @@ class PushConsumer:
             allocated = self.allocate_strategy(self.group, rt.client_id, sorted(mq_all), sorted(cids))
         else:
             allocated = sorted(mq_all)  # BROADCASTING: every queue (RebalanceImpl.rebalanceByTopic)
+        changed, new = await self._update_pull_queues(topic, allocated)
+        await self._finish_rebalance(topic, changed, new)
+
+    async def _query_assignment(self, topic: str, timeout: float) -> Any:
+        rt = self._runtime
+        return await query_assignment(rt, topic, self.group, strategy_name(self.allocate_strategy), self.message_model.value, timeout)
+
+    async def _rebalance_topic_by_broker(self, topic: str) -> None:
+        """``getRebalanceResultFromBroker`` + ``updateMessageQueueAssignment`` for one topic.
+
+        A failed QUERY_ASSIGNMENT raises (logged by the round); a ``null`` answer (no valid
+        assignment) keeps the held queues.
+        """
+        assert self._pop is not None
+        assignments = await self._query_assignment(topic, QUERY_ASSIGNMENT_TIMEOUT)
+        if assignments is None:
+            log.info("rebalance: broker has no assignment group=%s topic=%s", self.group, topic)
+            return
+        pull_set, pop_set = split_assignments(assignments)
+        sub_changed = update_pop_retry_subscription(topic, self.group, bool(pull_set), bool(pop_set), self._subscriptions, self._clock.now_ms())
+        changed, new = await self._update_pull_queues(topic, sorted(pull_set))
+        init_mode = ConsumeInitMode.MIN if self.consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET else ConsumeInitMode.MAX
+        pop_changed, new_pop = self._pop.update_queues(topic, pop_set, asyncio.get_running_loop().time(), init_mode)
+        await self._finish_rebalance(topic, changed or pop_changed or sub_changed, new)
+        if not self._closed:
+            self._pop.start(new_pop)
+
+    async def _update_pull_queues(self, topic: str, allocated: list[MessageQueue]) -> tuple[bool, list[PullRequest]]:
+        """Drop / create the pull queues of ``topic`` (``updateProcessQueueTableInRebalance``).
+
+        Returns:
+            (changed, new pull requests — not started yet).
+        """
         loop = asyncio.get_running_loop()
         plan = plan_rebalance(topic, {mq: r.pq for mq, r in self._queues.items()}, allocated, loop.time())
         for mq in plan.to_drop:
@@ -775,11 +891,15 @@ class PushConsumer:
             else:
                 pq = ProcessQueue(loop.time())
             new.append(PullRequest(mq=mq, pq=pq, next_offset=offset))
-        if plan.to_drop or new:
+        return bool(plan.to_drop or new), new
+
+    async def _finish_rebalance(self, topic: str, changed: bool, new: list[PullRequest]) -> None:
+        """``messageQueueChanged``: new subscription version + heartbeat; then start the pulls."""
+        if changed:
             sub = self._subscriptions.get(topic)
             if sub is not None:
                 sub.sub_version = self._clock.now_ms()
-            await rt.send_heartbeat_to_all_brokers()
+            await self._runtime.send_heartbeat_to_all_brokers()
         if self._closed:
             return
         assert self._pull_loop is not None

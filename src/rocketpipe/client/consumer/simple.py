@@ -18,131 +18,80 @@ Each received message is a :class:`ReceivedMessage` (a :class:`MessageExt`) whos
 subscribed topic even when the broker delivered it from the group's pop retry topic.
 
 Uses a :class:`~rocketpipe.client.runtime.ClientRuntime` for routes, heartbeats (consume type
-``CONSUME_POP``) and connections.
+``CONSUME_POP``) and connections; the POP_MESSAGE / ACK_MESSAGE / CHANGE_MESSAGE_INVISIBLETIME
+calls and the receipt handles live in :mod:`.pop_calls`, shared with the push consumer's POP mode.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Final
 
 from ...clock import SYSTEM_CLOCK, Clock
-from ...errors import ClientClosedError, InvalidArgumentError, RocketMQError, TopicNotExistError, error_for_response
+from ...errors import ClientClosedError, InvalidArgumentError, RequestCodeNotSupportedError, RocketMQError, TopicNotExistError, error_for_response
 from ...protocol.bodies.heartbeat import ConsumerData, SubscriptionData
 from ...protocol.codes import RequestCode, ResponseCode
 from ...protocol.command import RemotingCommand
-from ...protocol.headers.pop import (
-    AckMessageRequestHeader,
-    BatchAckMessageRequestBody,
-    ChangeInvisibleTimeRequestHeader,
-    ChangeInvisibleTimeResponseHeader,
-    ConsumeInitMode,
-    ExtraInfo,
-    PopMessageRequestHeader,
-    PopMessageResponseHeader,
-    parse_msg_offset_info,
-    parse_start_offset_info,
-    retry_flag,
-)
-from ...protocol.message import MessageExt, decode_records
+from ...protocol.headers.pop import BatchAckMessageRequestBody, ConsumeInitMode, ExtraInfo
+from ...protocol.message import MessageExt
 from ...protocol.sysflag import is_readable
 from ..config import ClientConfig
 from ..routing import MASTER_ID
 from ..runtime import ClientRuntime
 from .common import check_consumer_group, resolve_runtime
+from .pop_calls import (
+    POP_EXTRA_TIMEOUT,
+    PROPERTY_FIRST_POP_TIME,
+    PROPERTY_POP_CK,
+    PopStatus,
+    ReceivedMessage,
+    ack_message,
+    attach_receipt_handles,
+    change_invisible_time,
+    pop_message,
+    receipt_handle,
+)
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ConsumeInitMode", "ReceivedMessage", "SimpleConsumer", "receipt_handle"]
+__all__ = [
+    "POP_EXTRA_TIMEOUT",
+    "PROPERTY_FIRST_POP_TIME",
+    "PROPERTY_POP_CK",
+    "ConsumeInitMode",
+    "PopNotSupportedError",
+    "ReceivedMessage",
+    "SimpleConsumer",
+    "attach_receipt_handles",
+    "receipt_handle",
+]
 
-#: MessageConst.PROPERTY_POP_CK
-PROPERTY_POP_CK: Final = "POP_CK"
-#: MessageConst.PROPERTY_FIRST_POP_TIME
-PROPERTY_FIRST_POP_TIME: Final = "1ST_POP_TIME"
 #: PopMessageProcessor: most messages one POP returns.
 MAX_RECEIVE_NUM: Final = 32
-#: PullAPIWrapper.popAsync: extra RPC time on top of the long-poll time (10 s).
-POP_EXTRA_TIMEOUT: Final = 10.0
-
-_MESSAGE_FIELDS: Final = tuple(f.name for f in dataclasses.fields(MessageExt))
 
 
-@dataclass(slots=True)
-class ReceivedMessage(MessageExt):
-    """A message received by :meth:`SimpleConsumer.receive`."""
-
-    @property
-    def receipt_handle(self) -> str:
-        """The handle to ack / change the invisibility with (the ``POP_CK`` property)."""
-        return self.properties.get(PROPERTY_POP_CK, "")
-
-    @property
-    def first_pop_time(self) -> int | None:
-        """``1ST_POP_TIME``: broker time of the first delivery, ms (None if unknown)."""
-        v = self.properties.get(PROPERTY_FIRST_POP_TIME)
-        return int(v) if v and v.isdigit() else None
-
-    @classmethod
-    def of(cls, msg: MessageExt) -> ReceivedMessage:
-        """Wrap a decoded message (fields copied)."""
-        return cls(*(getattr(msg, name) for name in _MESSAGE_FIELDS))
+class PopNotSupportedError(RequestCodeNotSupportedError):
+    """The broker has no POP: Apache RocketMQ before 5.0 answers POP_MESSAGE, ACK_MESSAGE,
+    BATCH_ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME with REQUEST_CODE_NOT_SUPPORTED (its
+    ``AdminBrokerProcessor`` default branch). Use a push or lite pull consumer there."""
 
 
-def receipt_handle(msg: MessageExt) -> ExtraInfo:
-    """The parsed receipt handle of a received message.
+def _pop_not_supported(request: str, broker: str, addr: str, remark: str | None) -> PopNotSupportedError:
+    return PopNotSupportedError(
+        f"broker {broker} at {addr} does not support POP consumption ({request} answered REQUEST_CODE_NOT_SUPPORTED: "
+        f"{(remark or '').strip()}); SimpleConsumer needs an Apache RocketMQ 5.x broker",
+        response_code=ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+    )
 
-    Raises:
-        InvalidArgumentError: the message has no (valid) ``POP_CK`` property.
-    """
-    return ExtraInfo.parse(msg.properties.get(PROPERTY_POP_CK))
 
-
-def attach_receipt_handles(
-    msgs: list[MessageExt], *, topic: str, broker_name: str, header: PopMessageResponseHeader
-) -> list[ReceivedMessage]:
-    """Give every popped message its ``POP_CK`` handle (``MQClientAPIImpl.processPopResponse``).
-
-    Uses ``startOffsetInfo`` / ``msgOffsetInfo`` when the broker sent them (the message's
-    offset is looked up by its rank among the messages of its (retry flag, queue)); otherwise
-    the legacy form (checkpoint offset = first message of the queue). A handle the broker put
-    on the message (retry topic messages) is kept. Sets ``1ST_POP_TIME`` when absent, the
-    broker name, and the subscribed topic.
-
-    Raises:
-        ProtocolError: malformed offset infos.
-    """
-    pop_time = header.pop_time or 0
-    invisible = header.invisible_time or 0
-    revive_qid = header.revive_qid or 0
-    start_info = parse_start_offset_info(header.start_offset_info)
-    msg_info = parse_msg_offset_info(header.msg_offset_info)
-    ranks: dict[str, list[int]] = {}
-    for m in msgs:
-        ck = m.properties.get(PROPERTY_POP_CK)
-        flag = ExtraInfo.parse(ck).retry if ck else retry_flag(m.topic)
-        ranks.setdefault(f"{flag}@{m.queue_id}", []).append(m.queue_offset)
-    legacy: dict[str, int] = {}
-    out: list[ReceivedMessage] = []
-    for m in msgs:
-        if PROPERTY_POP_CK not in m.properties:
-            key = f"{retry_flag(m.topic)}@{m.queue_id}"
-            if start_info and key in start_info and key in msg_info:
-                rank = ranks[key].index(m.queue_offset)
-                offsets = msg_info[key]
-                offset = offsets[rank] if rank < len(offsets) else m.queue_offset
-                ei = ExtraInfo.of(start_info[key], pop_time, invisible, revive_qid, m.topic, broker_name, m.queue_id, offset)
-            else:
-                ck_offset = legacy.setdefault(m.topic + str(m.queue_id), m.queue_offset)
-                ei = ExtraInfo.of(ck_offset, pop_time, invisible, revive_qid, m.topic, broker_name, m.queue_id, m.queue_offset)
-            m.properties[PROPERTY_POP_CK] = ei.build()
-        m.properties.setdefault(PROPERTY_FIRST_POP_TIME, str(pop_time))
-        m.broker_name = broker_name
-        m.topic = topic
-        out.append(ReceivedMessage.of(m))
-    return out
+def _check_pop_response(resp: RemotingCommand, request: str, broker: str, addr: str) -> None:
+    """Raise the typed error of a failed POP-family response (PopNotSupportedError for code 3)."""
+    if resp.code == ResponseCode.SUCCESS:
+        return
+    if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+        raise _pop_not_supported(request, broker, addr, resp.remark)
+    raise error_for_response(resp.code, resp.remark)
 
 
 class SimpleConsumer:
@@ -332,7 +281,8 @@ class SimpleConsumer:
 
         Raises:
             InvalidArgumentError: ``max_message_num`` outside [1, 32] or a non-positive duration.
-            TopicNotExistError: no route for the topic; BrokerError; TransportError.
+            TopicNotExistError: no route for the topic; PopNotSupportedError: the broker has no
+            POP (Apache RocketMQ 4.x); BrokerError; TransportError.
         """
         self._check_open()
         if not 1 <= max_message_num <= MAX_RECEIVE_NUM:
@@ -341,30 +291,26 @@ class SimpleConsumer:
             raise InvalidArgumentError("invisible_duration must be > 0 seconds")
         topic, broker_name, addr = await self._next_target()
         sub = self._subscriptions[topic]
-        poll_ms = round(self.await_duration * 1000)
-        header = PopMessageRequestHeader(
-            consumer_group=self.group,
-            topic=topic,
-            queue_id=-1,
-            max_msg_nums=max_message_num,
-            invisible_time=round(invisible_duration * 1000),
-            poll_time=poll_ms,
-            born_time=self._clock.now_ms(),
-            init_mode=self.init_mode,
-            exp_type=sub.expression_type or "TAG",
-            exp=sub.sub_string,
-            order=False,
-            bname=broker_name,
-        )
-        timeout = self.await_duration + POP_EXTRA_TIMEOUT
-        cmd = RemotingCommand.request(RequestCode.POP_MESSAGE, header.to_ext_fields())
-        resp = await self._runtime.pool.request(addr, cmd, timeout)
-        if resp.code in (ResponseCode.POLLING_FULL, ResponseCode.POLLING_TIMEOUT, ResponseCode.PULL_NOT_FOUND):
+        try:
+            result = await pop_message(
+                self._runtime,
+                addr,
+                group=self.group,
+                topic=topic,
+                broker_name=broker_name,
+                queue_id=-1,
+                max_msg_nums=max_message_num,
+                invisible_time=invisible_duration,
+                poll_time=self.await_duration,
+                born_time_ms=self._clock.now_ms(),
+                init_mode=self.init_mode,
+                subscription=sub,
+            )
+        except RequestCodeNotSupportedError as exc:
+            raise _pop_not_supported("POP_MESSAGE", broker_name, addr, exc.remark) from None
+        if result.status is not PopStatus.FOUND:
             return []
-        if resp.code != ResponseCode.SUCCESS:
-            raise error_for_response(resp.code, resp.remark)
-        rh = PopMessageResponseHeader.from_ext_fields(resp.ext_fields or {})
-        msgs = attach_receipt_handles(decode_records(bytes(resp.body)), topic=topic, broker_name=broker_name, header=rh)
+        msgs = result.msg_found_list
         if sub.is_sub_all or not sub.tags_set:
             return msgs
         # client-side re-filter on the tag strings (the broker filtered on hash codes)
@@ -391,21 +337,10 @@ class SimpleConsumer:
             TransportError.
         """
         self._check_open()
-        ei = receipt_handle(msg)
-        real = ei.real_topic(msg.topic, self.group)
-        header = AckMessageRequestHeader(
-            consumer_group=self.group,
-            topic=real,
-            queue_id=ei.queue_id,
-            extra_info=ei.build(),
-            offset=ei.queue_offset if ei.queue_offset is not None else msg.queue_offset,
-            bname=ei.broker_name,
-        )
-        addr = await self._addr_of(ei, msg.topic)
-        cmd = RemotingCommand.request(RequestCode.ACK_MESSAGE, header.to_ext_fields())
-        resp = await self._runtime.pool.request(addr, cmd, self._runtime.config.request_timeout)
-        if resp.code != ResponseCode.SUCCESS:
-            raise error_for_response(resp.code, resp.remark)
+        try:
+            await ack_message(self._runtime, self.group, msg, self._runtime.config.request_timeout)
+        except RequestCodeNotSupportedError as exc:
+            raise _pop_not_supported("ACK_MESSAGE", receipt_handle(msg).broker_name, "its master", exc.remark) from None
 
     async def ack_batch(self, msgs: Iterable[MessageExt]) -> None:
         """Acknowledge several messages with BATCH_ACK_MESSAGE (5.2+ brokers), one request per
@@ -424,8 +359,7 @@ class SimpleConsumer:
             addr = await self._addr_of(handles[0], topic)
             cmd = RemotingCommand.request(RequestCode.BATCH_ACK_MESSAGE, None, body.encode())
             resp = await self._runtime.pool.request(addr, cmd, self._runtime.config.request_timeout)
-            if resp.code != ResponseCode.SUCCESS:
-                raise error_for_response(resp.code, resp.remark)
+            _check_pop_response(resp, "BATCH_ACK_MESSAGE", _broker, addr)
 
     async def change_invisible_duration(self, msg: MessageExt, invisible_duration: float) -> str:
         """Make a received message invisible for ``invisible_duration`` seconds from now.
@@ -443,27 +377,7 @@ class SimpleConsumer:
         self._check_open()
         if invisible_duration < 0:
             raise InvalidArgumentError("invisible_duration must be >= 0 seconds")
-        ei = receipt_handle(msg)
-        offset = ei.queue_offset if ei.queue_offset is not None else msg.queue_offset
-        real = ei.real_topic(msg.topic, self.group)
-        header = ChangeInvisibleTimeRequestHeader(
-            consumer_group=self.group,
-            topic=real,
-            queue_id=ei.queue_id,
-            extra_info=ei.build(),
-            offset=offset,
-            invisible_time=round(invisible_duration * 1000),
-            bname=ei.broker_name,
-        )
-        addr = await self._addr_of(ei, msg.topic)
-        cmd = RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header.to_ext_fields())
-        resp = await self._runtime.pool.request(addr, cmd, self._runtime.config.request_timeout)
-        if resp.code != ResponseCode.SUCCESS:
-            raise error_for_response(resp.code, resp.remark)
-        rh = ChangeInvisibleTimeResponseHeader.from_ext_fields(resp.ext_fields or {})
-        # the new handle: checkpoint = this message alone (MQClientAPIImpl.changeInvisibleTimeAsync)
-        new = ExtraInfo(
-            offset, rh.pop_time or 0, rh.invisible_time or 0, rh.revive_qid or 0, ei.retry, ei.broker_name, ei.queue_id, offset
-        ).build()
-        msg.properties[PROPERTY_POP_CK] = new
-        return new
+        try:
+            return await change_invisible_time(self._runtime, self.group, msg, invisible_duration, self._runtime.config.request_timeout)
+        except RequestCodeNotSupportedError as exc:
+            raise _pop_not_supported("CHANGE_MESSAGE_INVISIBLETIME", receipt_handle(msg).broker_name, "its master", exc.remark) from None

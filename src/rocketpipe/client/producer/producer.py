@@ -47,6 +47,7 @@ from ..config import ClientConfig
 from ..routing import RoundRobinSelector, default_topic_publish_queues, publish_queues
 from ..rpc import SendResult, SendStatus
 from ..runtime import ClientRuntime
+from .selectors import MessageQueueSelector
 
 log = logging.getLogger(__name__)
 
@@ -321,14 +322,31 @@ class Producer:
             sys_flag |= TRANSACTION_PREPARED_TYPE
         return body, sys_flag
 
-    async def send(self, msg: Message, *, timeout: float | None = None) -> SendResult:
+    async def send(
+        self,
+        msg: Message,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: object = None,
+        timeout: float | None = None,
+    ) -> SendResult:
         """Send one message and wait for the broker's answer.
 
         Sets ``UNIQ_KEY`` on ``msg`` if absent; compresses bodies of at least
-        ``compress_msg_body_over_howmuch`` bytes (zlib, sysflag ``0x1``).
+        ``compress_msg_body_over_howmuch`` bytes (zlib, sysflag ``0x1``). By default the queue
+        is picked round-robin with retries on another broker; with ``queue`` or ``selector`` the
+        message goes to that one queue in a single attempt, as Java's
+        ``send(Message, MessageQueue)`` / ``send(Message, MessageQueueSelector, Object)``
+        (``sendKernelImpl`` / ``sendSelectImpl``) do: ordered messages are never re-routed.
 
         Args:
             msg: the message (``Message.build(...)``).
+            queue: send to exactly this queue (its topic must be ``msg.topic``).
+            selector: ``(queues, msg, arg) -> MessageQueue`` over the topic's writable queues,
+                e.g. :func:`~rocketpipe.client.producer.selectors.select_by_hash` with an order
+                id as ``arg`` for per-order FIFO.
+            arg: passed to ``selector``.
             timeout: total budget across retries, seconds (default ``send_msg_timeout``).
 
         Returns:
@@ -340,18 +358,45 @@ class Producer:
             TransportError / RequestTimeoutError: every attempt failed on the network / the
                 budget ran out.
             TopicNotExistError: no route for the topic nor for ``TBW102``.
+            InvalidArgumentError: also ``queue`` and ``selector`` both given, ``queue`` of another
+                topic, or a selector that returned no queue of the topic.
         """
         self._check_message(msg)
+        if queue is not None and selector is not None:
+            raise InvalidArgumentError("pass either queue= or selector=, not both")
+        if queue is not None and queue.topic != msg.topic:
+            raise InvalidArgumentError(f"queue {queue} is not a queue of the message's topic {msg.topic!r}")
         if not self._started or self._closed:
             await self.start()
         body, sys_flag = self._prepare_single(msg)
-        return await self._send_with_retries(msg.topic, body, sys_flag, msg.flag, msg.properties, msg.unique_key or "", False, timeout)
+        if queue is None and selector is None:
+            return await self._send_with_retries(msg.topic, body, sys_flag, msg.flag, msg.properties, msg.unique_key or "", False, timeout)
+        if selector is not None:
+            queues, _ = await self._publish_queues(msg.topic)
+            queue = selector(queues, msg, arg)
+            if not isinstance(queue, MessageQueue) or queue.topic != msg.topic:
+                raise InvalidArgumentError(f"selector returned {queue!r}, not one of the {len(queues)} queues of {msg.topic!r}")
+        assert queue is not None
+        return await self._send_to_queue(queue, body, sys_flag, msg.flag, msg.properties, msg.unique_key or "", False, timeout)
 
-    async def send_batch(self, msgs: list[Message], *, timeout: float | None = None) -> SendResult:
+    async def _send_to_queue(
+        self, mq: MessageQueue, body: bytes, sys_flag: int, flag: int, props: dict[str, str], msg_id: str, batch: bool, timeout: float | None
+    ) -> SendResult:
+        """One attempt to one queue (``sendKernelImpl``), within ``timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (self.send_msg_timeout if timeout is None else timeout)
+        addr = self._runtime.find_broker_addr(mq.broker_name) or await self._runtime.find_master_addr(mq.broker_name, mq.topic)
+        ext = self._ext_fields(mq.topic, mq.queue_id, sys_flag, flag, props, batch)
+        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        return await rpc.send_message_ext(self._runtime.pool, addr, mq, code, ext, body, msg_id, deadline - loop.time())
+
+    async def send_batch(self, msgs: list[Message], *, queue: MessageQueue | None = None, timeout: float | None = None) -> SendResult:
         """Send several messages of one topic as one SEND_BATCH_MESSAGE.
 
         Mirrors ``DefaultMQProducer.send(Collection<Message>)``: same topic, no delay level, no
         retry topic; every message gets its own ``UNIQ_KEY``; batches are never compressed.
+        With ``queue`` the batch goes to that queue in a single attempt
+        (``send(Collection<Message>, MessageQueue)``); its topic must be the messages' topic.
 
         Returns:
             One :class:`SendResult`; ``msg_id`` joins the unique keys with commas.
@@ -377,8 +422,12 @@ class Producer:
         body = encode_batch(msgs)
         if len(body) > self.max_message_size:
             raise InvalidArgumentError(f"encoded batch of {len(body)} bytes exceeds max_message_size {self.max_message_size}")
+        if queue is not None and queue.topic != topic:
+            raise InvalidArgumentError(f"queue {queue} is not a queue of the batch's topic {topic!r}")
         await self.start()
         msg_id = ",".join(m.unique_key or "" for m in msgs)
+        if queue is not None:
+            return await self._send_to_queue(queue, body, 0, 0, {}, msg_id, True, timeout)
         return await self._send_with_retries(topic, body, 0, 0, {}, msg_id, True, timeout)
 
     async def send_oneway(self, msg: Message) -> None:

@@ -1,0 +1,247 @@
+"""Benchmark targets for ``produce_consume.py``: the brokers and the Redis Streams peer.
+
+Every target is a context manager that starts its server(s) on 127.0.0.1 (free ports, data in
+the given temporary directory), yields what the client needs, and stops them (SIGTERM, then
+SIGKILL after a bounded wait) on exit. A target that cannot start raises :class:`Unavailable`
+with a one-line reason, which the benchmark prints as "not measured: <reason>".
+
+* :func:`rocketpipe_serve` — ``python -m rocketpipe serve`` in its own process; yields the name
+  server address.
+* :func:`apache_broker` — a real Apache RocketMQ 5.3.3 name server + broker (JVMs from the
+  artifacts cached in ``~/.m2``, via :mod:`rocketpipe.testing.apache`) with a 1 GiB heap, G1 and
+  the C2 compiler; yields the name server address.
+* :func:`redis_server` — Debian's ``redis-server`` with AOF ``appendfsync everysec`` (``always``
+  for ``--flush sync``) and no RDB snapshots; yields a redis-py client. The Redis operations
+  (:func:`xadd`, :func:`xreadgroup`) are here too, since they use another client API.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+APACHE_VERSION = "5.3.3"
+
+
+class Unavailable(Exception):
+    """A target could not start; ``str(exc)`` is the reason printed in the tables."""
+
+
+@dataclass(slots=True)
+class Result:
+    """One scenario's numbers on one target (``error`` set when it failed)."""
+
+    scenario: str
+    messages: int = 0
+    seconds: float = 0.0
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    note: str | None = None
+    error: str | None = None
+
+    @property
+    def rate(self) -> float:
+        return self.messages / self.seconds if self.seconds > 0 and self.error is None else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scenario": self.scenario, "messages": self.messages, "seconds": self.seconds, "msg_per_s": self.rate,
+                "p50_ms": self.p50_ms, "p99_ms": self.p99_ms, "note": self.note, "error": self.error}
+
+
+def body(size: int, i: int) -> bytes:
+    """A ``size``-byte payload carrying its index (the same bytes for every target)."""
+    head = f"{i:012d}".encode()
+    return head + b"x" * max(0, size - len(head))
+
+
+def quantiles_ms(lat: list[float]) -> tuple[float, float]:
+    q = statistics.quantiles(lat, n=100)
+    return q[49] * 1e3, q[98] * 1e3
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:200]
+
+
+def _stop(proc: subprocess.Popen[Any], grace: float = 30.0) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+# ---------------------------------------------------------------------------- rocketpipe serve
+
+
+@contextlib.contextmanager
+def rocketpipe_serve(tmp: Path, flush: str) -> Iterator[str]:
+    """``python -m rocketpipe serve`` on free ports; yields the name server address."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rocketpipe", "serve", "--port", "0", "--namesrv-port", "0", "--data-dir", str(tmp / "store"), "--flush", flush],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or ()], daemon=True).start()
+        out = ""
+        deadline = time.monotonic() + 60
+        while "ready" not in out:
+            try:
+                out += lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                raise Unavailable(f"rocketpipe serve did not start: {out[-300:]!r}") from None
+        m = re.search(r"name server listening on (\S+)", out)
+        if m is None:
+            raise Unavailable(f"no name server address in {out[-300:]!r}")
+        yield m.group(1)
+    finally:
+        _stop(proc)
+
+
+# ---------------------------------------------------------------------------- Apache RocketMQ
+
+
+@contextlib.contextmanager
+def apache_broker(tmp: Path, flush: str) -> Iterator[str]:
+    """Apache RocketMQ 5.3.3 name server + broker; yields the name server address.
+
+    Broker tuning is Apache's own default where the interop fixture deviates for fast start-up:
+    1 GiB heap / direct memory, G1, C2 (no ``TieredStopAtLevel=1``), 1 GiB commit-log files,
+    thread pools sized as ``BrokerConfig`` sizes them by CPU count.
+    """
+    try:
+        from rocketpipe.testing.apache import JVM_OPTS, ApacheUnavailableError, start_apache_cluster
+    except ImportError as exc:
+        raise Unavailable(one_line(exc)) from exc
+    jvm = ("-Xms1g", "-Xmx1g", "-XX:MaxDirectMemorySize=1g", "-XX:+UseG1GC", "-XX:-UsePerfData",
+           *(o for o in JVM_OPTS if o.startswith(("--add-opens", "-Djava.net."))))
+    cpus = os.cpu_count() or 2
+    conf = {
+        "flushDiskType": "ASYNC_FLUSH" if flush == "async" else "SYNC_FLUSH",
+        "mappedFileSizeCommitLog": str(1024 * 1024 * 1024),
+        "mappedFileSizeConsumeQueue": str(300_000 * 20),
+        "sendMessageThreadPoolNums": str(min(cpus, 4)),
+        "pullMessageThreadPoolNums": str(16 + 2 * cpus),
+    }
+    try:
+        cluster = start_apache_cluster(APACHE_VERSION, tmp / "apache", broker_conf=conf, broker_jvm_opts=jvm, timeout=180.0)
+    except ApacheUnavailableError as exc:
+        raise Unavailable(one_line(exc)) from exc
+    try:
+        yield cluster.namesrv_addr
+    finally:
+        cluster.stop()  # SIGTERM to each JVM's process group, SIGKILL after 5 s
+
+
+# ---------------------------------------------------------------------------- Redis Streams
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def redis_server(tmp: Path, flush: str) -> Iterator[Any]:
+    """``redis-server`` on 127.0.0.1, AOF everysec (``always`` for sync flush), no RDB; yields a client."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        raise Unavailable("redis-server not installed (apt-get install -y redis-server)")
+    try:
+        import redis
+    except ImportError:
+        raise Unavailable("redis-py not installed (pip install redis)") from None
+    data = tmp / "redis"
+    data.mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    cmd = [exe, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(data), "--save", "", "--appendonly", "yes",
+           "--appendfsync", "everysec" if flush == "async" else "always", "--daemonize", "no", "--logfile", str(data / "redis.log")]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        client = redis.Redis(host="127.0.0.1", port=port)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise Unavailable(f"redis-server did not start (exit {proc.poll()})") from None
+                time.sleep(0.1)
+        yield client
+        client.close()
+    finally:
+        _stop(proc, grace=10.0)
+
+
+def xadd(r: Any, stream: str, n: int, size: int, depth: int) -> Result:
+    """XADD ``n`` payloads, ``depth`` per pipeline round trip (1 = plain calls, latencies kept)."""
+    r.xadd(stream, {"d": body(size, -1)})  # connection warm-up
+    lat: list[float] = []
+    t0 = time.perf_counter()
+    if depth == 1:
+        for i in range(n):
+            s = time.perf_counter()
+            r.xadd(stream, {"d": body(size, i)})
+            lat.append(time.perf_counter() - s)
+    else:
+        with r.pipeline(transaction=False) as p:
+            for start in range(0, n, depth):
+                for i in range(start, min(n, start + depth)):
+                    p.xadd(stream, {"d": body(size, i)})
+                p.execute()
+    dt = time.perf_counter() - t0
+    return Result(f"XADD ×{depth}", n, dt, *(quantiles_ms(lat) if lat else (None, None)))
+
+
+def xreadgroup(r: Any, stream: str, group: str, expected: int, count: int, timeout: float = 300.0) -> Result:
+    """XREADGROUP COUNT ``count`` + one XACK per batch from the stream's start until ``expected`` (bounded)."""
+    r.xgroup_create(stream, group, id="0")
+    total = 0
+    t0 = time.perf_counter()
+    while total < expected and time.perf_counter() - t0 < timeout:
+        resp = r.xreadgroup(group, "c1", {stream: ">"}, count=count)
+        if not resp or not resp[0][1]:
+            break
+        ids = [mid for mid, _ in resp[0][1]]
+        r.xack(stream, group, *ids)
+        total += len(ids)
+    dt = time.perf_counter() - t0
+    return Result(f"XREADGROUP {count} + XACK", total, dt, note=None if total >= expected else f"only {total} of {expected}")
+
+
+def redis_client_name() -> str:
+    """``redis-py <version>`` and its reply parser (hiredis when installed, else pure Python)."""
+    try:
+        import redis
+        from redis.utils import HIREDIS_AVAILABLE
+    except ImportError:
+        return "redis-py"
+    return f"redis-py {redis.__version__}, {'hiredis' if HIREDIS_AVAILABLE else 'pure-Python'} parser"
+
+
+#: target name -> context manager factory ``(tmp, flush)``; "rocketpipe" is always run.
+TARGETS: dict[str, Callable[[Path, str], contextlib.AbstractContextManager[Any]]] = {
+    "rocketpipe": rocketpipe_serve,
+    "apache": apache_broker,
+    "redis": redis_server,
+}
