@@ -62,7 +62,7 @@ def apache_4(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheCluster
 async def target(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Target]:
     kind = request.param
     if kind == "embedded":
-        async with local_cluster(tmp_path / "store", message_delay_level=FAST_DELAY_LEVELS) as c:
+        async with local_cluster(tmp_path / "store", message_delay_level=FAST_DELAY_LEVELS, enable_property_filter=True) as c:
             yield Target(kind, c.namesrv_addr, c.broker_addr, c.broker.config.broker_name)
         return
     ac: ApacheCluster = request.getfixturevalue(kind.replace("-", "_"))

@@ -11,10 +11,14 @@ import json
 import os
 import subprocess
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from waiting import wait_until
+
+from rocketpipe import Admin, MessageQueue
 from rocketpipe.testing.apache import JVM_OPTS, ApacheCluster, ApacheUnavailableError, _home_props, _java_env, resolve_classpath
 
 INTEROP_DIR = Path(__file__).resolve().parent
@@ -43,6 +47,38 @@ class Target:
     @property
     def is_apache(self) -> bool:
         return self.apache is not None
+
+
+# ------------------------------------------------------------------------------ names and topics
+
+
+def unique(prefix: str) -> str:
+    """``<prefix>_<10 hex digits>``: a topic or group name no other test (or earlier run) uses."""
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+async def has_route(admin: Admin, topic: str, queues: int | None = None) -> bool:
+    """True when the name server routes ``topic`` (with exactly ``queues`` queues when given);
+    an error (no route yet) reads as False."""
+    try:
+        found = len(await admin.topic_queues(topic))
+    except Exception:
+        return False
+    return found > 0 if queues is None else found == queues
+
+
+async def create_topic(admin: Admin, topic: str, queues: int) -> list[MessageQueue]:
+    """Create ``topic`` with ``queues`` read / write queues, wait (30 s at most) until its route
+    has them all, and return them."""
+    await admin.create_topic(topic, queues)
+    await wait_until(lambda: has_route(admin, topic, queues), timeout=30, what=f"route of {topic} with {queues} queues")
+    return await admin.topic_queues(topic)
+
+
+async def create_topic_on(t: Target, topic: str, queues: int) -> None:
+    """:func:`create_topic` through an :class:`Admin` of its own on ``t``'s name server."""
+    async with Admin(t.namesrv_addr) as admin:
+        await create_topic(admin, topic, queues)
 
 
 # ------------------------------------------------------------------------------ Java scenarios

@@ -8,9 +8,8 @@ about wire compatibility of our client with the real thing.
 from __future__ import annotations
 
 import time
-import uuid
 
-from interop_support import Target
+from interop_support import Target, create_topic, unique
 from waiting import wait_until
 
 from rocketpipe import (
@@ -31,10 +30,6 @@ OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
 
 
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
-
-
 def collecting_consumer(t: Target, group: str, topic: str, expression: str = "*") -> tuple[PushConsumer, list[MessageExt]]:
     got: list[MessageExt] = []
     consumer = PushConsumer(group, namesrv_addr=t.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
@@ -52,8 +47,7 @@ async def test_route_send_and_consume(target: Target) -> None:
     """create_topic, topic_route through the name server, send with tags/keys/properties, consume."""
     topic = unique("Orders")
     async with Admin(target.namesrv_addr) as admin:
-        await admin.create_topic(topic, 4)
-        await wait_until(lambda: _has_route(admin, topic), timeout=30, what="route of the new topic")
+        await create_topic(admin, topic, 4)
         route = await admin.topic_route(topic)
         (bd,) = route.broker_datas
         assert bd.broker_name == target.broker_name
@@ -92,13 +86,6 @@ async def test_route_send_and_consume(target: Target) -> None:
         assert m.properties["ünï"] == "çødé"
         assert m.reconsume_times == 0
         assert m.store_host == target.broker_addr
-
-
-async def _has_route(admin: Admin, topic: str) -> bool:
-    try:
-        return len(await admin.topic_queues(topic)) > 0
-    except Exception:
-        return False
 
 
 async def test_auto_created_topic_offsets_and_raw_pull(target: Target) -> None:
@@ -168,8 +155,7 @@ async def test_oneway_and_delay_level(target: Target) -> None:
 async def test_tag_filter(target: Target) -> None:
     topic = unique("Tagged")
     async with Admin(target.namesrv_addr) as admin:
-        await admin.create_topic(topic, 2)
-        await wait_until(lambda: _has_route(admin, topic), timeout=30, what="route")
+        await create_topic(admin, topic, 2)
     async with Producer(unique("pg"), namesrv_addr=target.namesrv_addr) as p:
         for i in range(12):
             await p.send(Message.build(topic, f"m{i}", tags=["TagA", "TagB", "TagC"][i % 3]))

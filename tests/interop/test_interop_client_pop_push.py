@@ -11,10 +11,8 @@ and PULL (``RebalanceImpl.tryQueryAssignment`` of the Java client 5.0–5.3.1).
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
-from interop_support import Target
+from interop_support import Target, create_topic, unique
 from waiting import wait_until
 
 from rocketpipe import (
@@ -36,10 +34,6 @@ OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
 
 
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
-
-
 def has_pop(t: Target) -> bool:
     """Brokers with POP + QUERY_ASSIGNMENT: Apache 5.x and the embedded one."""
     return t.kind != "apache-4"
@@ -48,21 +42,13 @@ def has_pop(t: Target) -> bool:
 async def _topic_with_pop_group(t: Target, topic: str, group: str, queues: int) -> None:
     """Create ``topic``; put ``group`` in POP mode (or check that a 4.x broker refuses it)."""
     async with Admin(t.namesrv_addr) as admin:
-        await admin.create_topic(topic, queues)
-        await wait_until(lambda: _has_route(admin, topic), timeout=30, what="route of the new topic")
+        await create_topic(admin, topic, queues)
         if has_pop(t):
             addrs = await admin.set_message_request_mode(topic, group, MessageRequestMode.POP)
             assert addrs == [t.broker_addr]
         else:
             with pytest.raises(RequestCodeNotSupportedError):
                 await admin.set_message_request_mode(topic, group, "POP")
-
-
-async def _has_route(admin: Admin, topic: str) -> bool:
-    try:
-        return len(await admin.topic_queues(topic)) > 0
-    except Exception:
-        return False
 
 
 def pop_consumer(t: Target, group: str, topic: str, **kw: object) -> PushConsumer:

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections import Counter
 from typing import Any
 
-from interop_support import Target
+from interop_support import Target, create_topic_on, has_route, unique
 from waiting import wait_until
 
 from rocketpipe import (
@@ -44,17 +43,6 @@ from rocketpipe.testing.apache import CLUSTER_NAME
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
-
-
-async def _has_route(admin: Admin, topic: str) -> bool:
-    try:
-        return len(await admin.topic_queues(topic)) > 0
-    except Exception:
-        return False
 
 
 #: Short client periods (seconds) so that rebalancing and route refreshes happen within a test.
@@ -107,19 +95,6 @@ def push_consumer(
     return consumer
 
 
-async def create_topic(t: Target, topic: str, queues: int) -> None:
-    async with Admin(t.namesrv_addr) as admin:
-        await admin.create_topic(topic, queues)
-        await wait_until(lambda: _queue_count(admin, topic, queues), timeout=30, what=f"route of {topic} with {queues} queues")
-
-
-async def _queue_count(admin: Admin, topic: str, n: int) -> bool:
-    try:
-        return len(await admin.topic_queues(topic)) == n
-    except Exception:
-        return False
-
-
 def topic_queues(consumer: PushConsumer, topic: str) -> set[int]:
     return {mq.queue_id for mq in consumer.assigned_queues() if mq.topic == topic}
 
@@ -137,7 +112,7 @@ async def test_rebalance_two_consumers_and_on_leave(target: Target) -> None:
     """Two consumers of one group split 4 queues 2/2 and consume every message once; when one
     leaves, the other takes all 4 queues and consumes the new messages on each of them."""
     topic, group = unique("Rebal"), unique("cg")
-    await create_topic(target, topic, 4)
+    await create_topic_on(target, topic, 4)
     got_a: list[MessageExt] = []
     got_b: list[MessageExt] = []
     a = push_consumer(target, group, topic, got_a)
@@ -203,7 +178,7 @@ async def read_dlq(t: Target, group: str, count: int) -> list[MessageExt]:
     topic with PERM_READ | PERM_WRITE in 4.9.7 and 5.3.3, so it is readable as is)."""
     dlq = f"%DLQ%{group}"
     async with Admin(t.namesrv_addr) as admin:
-        await wait_until(lambda: _has_route(admin, dlq), timeout=30, what="route of the DLQ topic")
+        await wait_until(lambda: has_route(admin, dlq), timeout=30, what="route of the DLQ topic")
         route = await admin.topic_route(dlq)
         (qd,) = route.queue_datas
         assert (qd.read_queue_nums, qd.write_queue_nums, qd.perm) == (1, 1, 6)  # DLQ_NUMS_PER_GROUP, PERM_READ|PERM_WRITE
@@ -321,7 +296,7 @@ async def test_consume_batch_ack_index_sends_back_the_tail(target: Target) -> No
     """consume_message_batch_max_size=4 and ``ctx.ack_index = 0`` on CONSUME_SUCCESS: the first
     message of each batch is done, the others are sent back and redelivered once (reconsume 1)."""
     topic, group = unique("Ack"), unique("cg")
-    await create_topic(target, topic, 1)
+    await create_topic_on(target, topic, 1)
     batches: list[list[MessageExt]] = []
     consumer = PushConsumer(
         group, config=fast_config(target), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, consume_message_batch_max_size=4, **FAST
@@ -356,7 +331,7 @@ async def test_consume_timeout_sends_back_stuck_message(target: Target) -> None:
     reconsume_times 1 while the first call is still running, whose late result is ignored; the
     committed offset passes it."""
     topic, group = unique("Stuck"), unique("cg")
-    await create_topic(target, topic, 1)
+    await create_topic_on(target, topic, 1)
     seen: list[tuple[bytes, int]] = []
     release = asyncio.Event()
     consumer = PushConsumer(
@@ -399,7 +374,7 @@ async def test_offsets_resume_after_restart(target: Target) -> None:
     and closes; 8 more are sent; a new consumer of the group gets exactly those 8 (then a
     marker), and the committed offsets follow."""
     topic, group = unique("Resume"), unique("cg")
-    await create_topic(target, topic, 2)
+    await create_topic_on(target, topic, 2)
     got1: list[MessageExt] = []
     got2: list[MessageExt] = []
     async with Producer(unique("pg"), namesrv_addr=target.namesrv_addr) as p:
@@ -431,7 +406,7 @@ async def test_offsets_resume_after_restart(target: Target) -> None:
 async def test_consume_from_first_offset_new_group(target: Target) -> None:
     """A new group with CONSUME_FROM_FIRST_OFFSET gets every stored message, then new ones."""
     topic = unique("First")
-    await create_topic(target, topic, 4)
+    await create_topic_on(target, topic, 4)
     got: list[MessageExt] = []
     async with Producer(unique("pg"), namesrv_addr=target.namesrv_addr) as p:
         old = [(await p.send(Message.build(topic, f"old-{i}"))).msg_id for i in range(10)]
@@ -448,7 +423,7 @@ async def test_consume_from_last_offset_young_queue_starts_at_zero(target: Targe
     memory (ConsumerManageProcessor.queryConsumerOffset, 4.9.7 and 5.3.3), so the messages stored
     before the group existed are delivered too, on every queue."""
     topic, group = unique("Last"), unique("cg")
-    await create_topic(target, topic, 4)
+    await create_topic_on(target, topic, 4)
     got: list[MessageExt] = []
     async with Producer(unique("pg"), namesrv_addr=target.namesrv_addr) as p:
         old = [(await p.send(Message.build(topic, f"old-{i}"))).msg_id for i in range(8)]
@@ -470,7 +445,7 @@ async def test_consume_from_timestamp_search_and_young_queue(target: Target) -> 
     sends no setZeroIfNotFound): on such a young queue every message, earlier ones included,
     is delivered — as with Java's DefaultMQPushConsumer."""
     topic = unique("Stamp")
-    await create_topic(target, topic, 1)
+    await create_topic_on(target, topic, 1)
     got: list[MessageExt] = []
     mq = MessageQueue(topic, target.broker_name, 0)
     async with Producer(unique("pg"), namesrv_addr=target.namesrv_addr) as p:
@@ -500,7 +475,7 @@ async def test_long_polling_wakes_held_pull_on_arrival(target: Target) -> None:
     """A caught-up consumer's pull is held by the broker (15 s suspend); a new message wakes it:
     delivered in well under the hold time, three times in a row."""
     topic = unique("LongPoll")
-    await create_topic(target, topic, 1)
+    await create_topic_on(target, topic, 1)
     got: list[MessageExt] = []
     arrived: dict[str, float] = {}
     consumer = PushConsumer(unique("cg"), config=fast_config(target), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **FAST)
@@ -544,7 +519,7 @@ async def test_route_change_more_queues_used_by_producer_and_consumer(target: Ta
     run; after their route refresh (poll_name_server_interval 1 s) the producer writes to queues 2
     and 3 and the consumer consumes from them; every message is consumed exactly once."""
     topic = unique("Grow")
-    await create_topic(target, topic, 2)
+    await create_topic_on(target, topic, 2)
     got: list[MessageExt] = []
     sent: dict[str, int] = {}
     async with Producer(unique("pg"), config=fast_config(target)) as p:
@@ -561,7 +536,7 @@ async def test_route_change_more_queues_used_by_producer_and_consumer(target: Ta
             assert set(sent.values()) == {0, 1}
             await wait_until(lambda: len(got) >= 6, timeout=40, what="messages on 2 queues")
             assert topic_queues(consumer, topic) == {0, 1}
-            await create_topic(target, topic, 4)
+            await create_topic_on(target, topic, 4)
             n = 0
 
             async def reaches_new_queues() -> bool:
@@ -587,8 +562,8 @@ async def test_subscribe_after_start_and_unsubscribe(target: Target) -> None:
     """A topic subscribed while running is consumed (heartbeat with the new subscription, then
     rebalance); after unsubscribe its queues are dropped and its new messages are not delivered."""
     t1, t2 = unique("SubA"), unique("SubB")
-    await create_topic(target, t1, 2)
-    await create_topic(target, t2, 2)
+    await create_topic_on(target, t1, 2)
+    await create_topic_on(target, t2, 2)
     got: list[MessageExt] = []
     consumer = push_consumer(target, unique("cg"), t1, got)
     async with Producer(unique("pg"), namesrv_addr=target.namesrv_addr) as p:
@@ -614,7 +589,7 @@ async def test_post_subscription_when_pull_tag_filter(target: Target) -> None:
     """post_subscription_when_pull=True: every pull carries the subscription (FLAG_SUBSCRIPTION)
     and the broker filters by it; only TagA || TagC messages are delivered."""
     topic = unique("PostSub")
-    await create_topic(target, topic, 2)
+    await create_topic_on(target, topic, 2)
     got: list[MessageExt] = []
     consumer = PushConsumer(
         unique("cg"), config=fast_config(target), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, post_subscription_when_pull=True, **FAST

@@ -15,14 +15,12 @@ import asyncio
 import json
 import os
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from interop_support import Target
-from waiting import wait_until
+from interop_support import Target, create_topic_on, unique
 
 from rocketpipe import Admin, Message, Producer, SendResult, SendStatus
 from rocketpipe.protocol.message import SYSTEM_PROPERTY_NAMES
@@ -61,23 +59,6 @@ def spark() -> Iterator[Any]:
             session.stop()
 
 
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
-
-
-async def _create_topic(t: Target, topic: str, queues: int) -> None:
-    async with Admin(t.namesrv_addr) as admin:
-        await admin.create_topic(topic, queues)
-
-        async def routed() -> bool:
-            try:
-                return len(await admin.topic_queues(topic)) == queues
-            except Exception:
-                return False
-
-        await wait_until(routed, timeout=30, what="route of the new topic")
-
-
 def _user_props(props: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in props.items() if k not in SYSTEM_PROPERTY_NAMES}
 
@@ -98,7 +79,7 @@ def _check_row(row: Any, topic: str, broker: str, expected: dict[str, Any], res:
 async def test_spark_source_reads_topic(target: Target, spark: Any, tmp_path: Path) -> None:
     """Producer → target; Spark batch read with start/end offsets and AvailableNow stream → every column checked."""
     topic = unique("SparkSrc")
-    await _create_topic(target, topic, 4)
+    await create_topic_on(target, topic, 4)
     expected: list[tuple[dict[str, Any], SendResult]] = []
     async with Producer(unique("pg"), namesrv_addr=target.namesrv_addr) as p:
         for i in range(48):
@@ -172,7 +153,7 @@ async def test_spark_source_reads_topic(target: Target, spark: Any, tmp_path: Pa
 async def test_spark_sink_writes_topic(target: Target, spark: Any) -> None:
     """df.write.format("rocketmq") → target (batched and queue-routed sends) → read back with the Spark source."""
     topic = unique("SparkSink")
-    await _create_topic(target, topic, 4)
+    await create_topic_on(target, topic, 4)
     data = []
     for i in range(120):
         body = (b"S%03d-" % i) * 300 if i % 40 == 9 else b"row-%d" % i

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
-from interop_support import Target
+from interop_support import Target, create_topic, unique
 from waiting import wait_until
 
 from rocketpipe import (
@@ -54,23 +53,6 @@ from rocketpipe.client.consumer.simple import PopNotSupportedError
 SUCCESS = ConsumeOrderlyStatus.SUCCESS
 SUSPEND = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
-
-
-async def create_topic(admin: Admin, topic: str, queues: int) -> list[MessageQueue]:
-    await admin.create_topic(topic, queues)
-
-    async def routed() -> bool:
-        try:
-            return len(await admin.topic_queues(topic)) == queues
-        except Exception:
-            return False
-
-    await wait_until(routed, timeout=30, what=f"route of {topic}")
-    return await admin.topic_queues(topic)
 
 
 class QueueSender:

@@ -2,22 +2,48 @@
 
 Mirrors the parts of ``DefaultMQAdminExt`` / ``MQAdminImpl`` that read topic routes and queue
 offsets, ``DefaultMQPullConsumer.pull`` without a consumer group's state (for exact offset-range
-reads), and ``createTopic``. Constructing an :class:`Admin` opens nothing; connections are
-made on first use. Imports sibling client modules, protocol and errors.
+reads), ``createTopic``, ``deleteTopic``, ``setMessageRequestMode`` (the ``mqadmin
+setConsumeMode`` tool), the cluster / topic lists, topic and consume statistics, consumer
+connections, message queries (``queryMessage`` by key, ``viewMessage`` by offset msg id), the
+server-side offset reset (``resetOffsetByTimestamp``) and the calls the broker forwards to a
+consumer client (``getConsumerRunningInfo``, ``consumeMessageDirectly``). Constructing an
+:class:`Admin` opens nothing; connections are made on first use. Imports sibling client
+modules, protocol and errors.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, TypeVar
 
-from ..errors import InvalidArgumentError, RocketMQError, RouteNotFoundError, TransportError
-from ..protocol.message import MessageQueue
+from ..errors import BrokerError, InvalidArgumentError, RocketMQError, RouteNotFoundError, TransportError, error_for_response
+from ..protocol.bodies.admin import ConsumeStats, ResetOffsetBody, TopicStatsTable
+from ..protocol.bodies.consumer import ConsumerConnection, ConsumerRunningInfo
+from ..protocol.bodies.route import ClusterInfo, TopicList
+from ..protocol.codes import RequestCode, ResponseCode
+from ..protocol.command import RemotingCommand
+from ..protocol.headers.admin import (
+    DeleteTopicRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    QueryMessageRequestHeader,
+    QueryMessageResponseHeader,
+    ViewMessageRequestHeader,
+)
+from ..protocol.headers.consumer import (
+    ConsumeMessageDirectlyResultRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    ResetOffsetRequestHeader,
+)
+from ..protocol.message import MessageExt, MessageQueue, decode_offset_msg_id, decode_records
 from ..protocol.sysflag import PERM_READ, PERM_WRITE, build_pull_sys_flag
 from . import rpc
 from .config import ClientConfig
 from .consumer.assignment import MessageRequestMode, SetMessageRequestModeRequestBody
 from .consumer.assignment import set_message_request_mode as _set_message_request_mode
+from .inbound import ConsumeMessageDirectlyResult
 from .routing import MASTER_ID, subscribe_queues
 from .rpc import PullRaw
 from .runtime import ClientRuntime
@@ -31,6 +57,24 @@ T = TypeVar("T")
 TOOLS_CONSUMER_GROUP: Final = "TOOLS_CONSUMER"
 #: SetConsumeModeSubCommand: timeout of each SET_MESSAGE_REQUEST_MODE (5 000 ms), seconds.
 SET_MESSAGE_REQUEST_MODE_TIMEOUT: Final = 5.0
+#: MixAll.RETRY_GROUP_TOPIC_PREFIX: the group-based calls find the group's brokers by this topic.
+RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
+#: MessageConst.KEY_SEPARATOR: keys of a message are joined by a space.
+KEY_SEPARATOR: Final = " "
+
+
+@dataclass(slots=True)
+class QueryResult:
+    """Result of :meth:`Admin.query_message` (Java ``QueryResult``).
+
+    Attributes:
+        index_last_update_timestamp: the newest ``indexLastUpdateTimestamp`` of the answering
+            brokers, ms (how far their key index reaches).
+        message_list: the matching messages (every broker's, in answer order).
+    """
+
+    index_last_update_timestamp: int = 0
+    message_list: list[MessageExt] = field(default_factory=list)
 
 
 class Admin:
@@ -227,6 +271,8 @@ class Admin:
                 rt.pool, addr, topic, read_queue_nums=queue_nums, write_queue_nums=queue_nums, perm=PERM_READ | PERM_WRITE, timeout=t
             )
 
+    # ------------------------------------------------------------------ consumer groups
+
     async def set_message_request_mode(
         self,
         topic: str,
@@ -300,3 +346,301 @@ class Admin:
         return addrs
 
     # ------------------------------------------------------------------ cluster and topic lists
+
+    async def examine_broker_cluster_info(self) -> ClusterInfo:
+        """Return the name server's cluster table (GET_BROKER_CLUSTER_INFO, 106).
+
+        Mirrors ``DefaultMQAdminExt.examineBrokerClusterInfo``.
+
+        Raises:
+            BrokerError / TransportError.
+        """
+        rt = self._runtime
+        t = rt.config.request_timeout
+        return await rt.invoke_namesrv(lambda a: rpc.get_broker_cluster_info(rt.pool, a, t))
+
+    async def fetch_all_topic_list(self) -> set[str]:
+        """Return every topic the name server knows (GET_ALL_TOPIC_LIST_FROM_NAMESERVER, 206),
+        system topics (``TBW102``, ``%RETRY%…``, ``SCHEDULE_TOPIC_XXXX`` …) included.
+
+        Mirrors ``DefaultMQAdminExt.fetchAllTopicList``.
+
+        Raises:
+            BrokerError / TransportError.
+        """
+        rt = self._runtime
+        t = rt.config.request_timeout
+
+        async def call(addr: str) -> set[str]:
+            resp = await self._request(addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER), t)
+            return TopicList.decode(bytes(resp.body)).topic_list if resp.body else set()
+
+        return await rt.invoke_namesrv(call)
+
+    async def delete_topic(self, topic: str, cluster_name: str) -> list[str]:
+        """Delete ``topic`` from every broker of ``cluster_name`` and from every name server.
+
+        Mirrors ``DefaultMQAdminExt.deleteTopic(topic, clusterName)``: DELETE_TOPIC_IN_BROKER
+        (215) to each broker (masters and slaves) of the cluster, then DELETE_TOPIC_IN_NAMESRV
+        (216, header ``topic`` and ``clusterName``) to each name server. Stored messages stay
+        until retention; the broker forgets the topic's config and offsets.
+
+        Returns:
+            The broker addresses the topic was deleted on (sorted).
+
+        Raises:
+            RocketMQError: the cluster has no broker; BrokerError (e.g.
+            RequestCodeNotSupportedError from a name server without 216) / TransportError.
+        """
+        rt = self._runtime
+        t = rt.config.request_timeout
+        info = await self.examine_broker_cluster_info()
+        addrs = sorted(
+            addr
+            for name in info.cluster_addr_table.get(cluster_name, ())
+            if name in info.broker_addr_table
+            for addr in info.broker_addr_table[name].broker_addrs.values()
+        )
+        if not addrs:
+            raise RocketMQError(f"cluster {cluster_name!r} has no broker")
+        for addr in addrs:
+            h = DeleteTopicRequestHeader(topic=topic)
+            await self._request(addr, RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_BROKER, h.to_ext_fields()), t)
+        for ns in rt.config.namesrv_addrs():
+            cmd = RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic, "clusterName": cluster_name})
+            await self._request(ns, cmd, t)
+        return addrs
+
+    # ------------------------------------------------------------------ statistics
+
+    async def examine_topic_stats(self, topic: str) -> TopicStatsTable:
+        """Return min / max offset and last store time of every queue of ``topic``.
+
+        Mirrors ``DefaultMQAdminExt.examineTopicStats(topic)``: GET_TOPIC_STATS_INFO (202) to
+        each broker of the topic's route, tables merged. Offsets are queue offsets (max =
+        next to be written); ``last_update_timestamp`` is epoch ms (0 for an empty queue).
+
+        Raises:
+            TopicNotExistError: no route, or a broker does not know the topic;
+            RocketMQError: the merged table is empty (Java: "Not found the topic stats info");
+            BrokerError / TransportError.
+        """
+        t = self._runtime.config.request_timeout
+        out = TopicStatsTable()
+        for addr in await self._route_addrs(topic):
+            h = GetTopicStatsInfoRequestHeader(topic=topic)
+            resp = await self._request(addr, RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, h.to_ext_fields()), t)
+            out.offset_table.update(TopicStatsTable.decode(bytes(resp.body)).offset_table)
+        if not out.offset_table:
+            raise RocketMQError(f"Not found the topic stats info of {topic!r}")
+        return out
+
+    async def examine_consume_stats(self, group: str, topic: str | None = None) -> ConsumeStats:
+        """Return ``group``'s progress per queue: broker (max) offset, committed consumer offset
+        and last consumed store time; ``compute_total_diff()`` is the lag in messages.
+
+        Mirrors ``DefaultMQAdminExt.examineConsumeStats(group[, topic])``: the brokers are those
+        of the route of ``%RETRY%<group>`` (else of ``topic``); GET_CONSUME_STATS (208) to each,
+        tables merged and ``consume_tps`` summed. Without ``topic`` every topic the group has
+        offsets on is reported. Queues the group never committed report consumer offset 0.
+
+        Raises:
+            TopicNotExistError: neither route exists; BrokerError / TransportError.
+        """
+        t = self._runtime.config.request_timeout
+        out = ConsumeStats()
+        for addr in await self._group_addrs(group, topic):
+            h = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
+            resp = await self._request(addr, RemotingCommand.request(RequestCode.GET_CONSUME_STATS, h.to_ext_fields()), t * 3)
+            cs = ConsumeStats.decode(bytes(resp.body))
+            out.offset_table.update(cs.offset_table)
+            out.consume_tps += cs.consume_tps
+        return out
+
+    async def examine_consumer_connection_info(self, group: str, broker_addr: str | None = None) -> ConsumerConnection:
+        """Return the clients online in ``group`` with their subscriptions and settings.
+
+        Mirrors ``DefaultMQAdminExt.examineConsumerConnectionInfo``: GET_CONSUMER_CONNECTION_LIST
+        (203) to a broker of ``%RETRY%<group>``'s route (or ``broker_addr``).
+
+        Raises:
+            BrokerError: CONSUMER_NOT_ONLINE (206) when nobody of the group is connected to the
+            broker; TopicNotExistError: no route of the retry topic; TransportError.
+        """
+        t = self._runtime.config.request_timeout
+        addrs = [broker_addr] if broker_addr else await self._group_addrs(group, None)
+        h = GetConsumerConnectionListRequestHeader(consumer_group=group)
+        resp = await self._request(addrs[0], RemotingCommand.request(RequestCode.GET_CONSUMER_CONNECTION_LIST, h.to_ext_fields()), t)
+        cc = ConsumerConnection.decode(bytes(resp.body))
+        if not cc.connection_set:
+            raise error_for_response(ResponseCode.CONSUMER_NOT_ONLINE, "Not found the consumer group connection")
+        return cc
+
+    # ------------------------------------------------------------------ messages
+
+    async def query_message(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int) -> QueryResult:
+        """Return the messages of ``topic`` indexed under ``key`` stored in [begin_ms, end_ms].
+
+        Mirrors ``MQAdminImpl.queryMessage`` (``mqadmin queryMsgByKey``): QUERY_MESSAGE (12) to
+        each broker of the route, then keeps the messages whose topic is ``topic`` and whose
+        ``KEYS`` (space-separated) contain ``key``. A broker answering QUERY_NOT_FOUND adds
+        nothing. Brokers index asynchronously: a message is findable shortly after its send.
+
+        Args:
+            topic: the topic.
+            key: one message key.
+            max_num: max messages per broker (brokers cap it: 64).
+            begin_ms / end_ms: store-time range, epoch ms.
+
+        Returns:
+            :class:`QueryResult`; an empty ``message_list`` when nothing matched (Java raises
+            ``MQClientException`` NO_MESSAGE "query message by key finished, but no message.").
+
+        Raises:
+            TopicNotExistError: no route; BrokerError / TransportError.
+        """
+        t = self._runtime.config.request_timeout
+        out = QueryResult()
+        for addr in await self._route_addrs(topic):
+            h = QueryMessageRequestHeader(topic=topic, key=key, max_num=max_num, begin_timestamp=begin_ms, end_timestamp=end_ms)
+            cmd = RemotingCommand.request(RequestCode.QUERY_MESSAGE, h.to_ext_fields())
+            resp = await self._runtime.pool.request(addr, cmd, t)
+            if resp.code == ResponseCode.QUERY_NOT_FOUND:
+                continue
+            if resp.code != ResponseCode.SUCCESS:
+                raise error_for_response(resp.code, resp.remark)
+            rh = QueryMessageResponseHeader.from_ext_fields(resp.ext_fields or {})
+            out.index_last_update_timestamp = max(out.index_last_update_timestamp, rh.index_last_update_timestamp or 0)
+            for m in decode_records(bytes(resp.body)):
+                if m.topic == topic and key in (m.properties.get("KEYS") or "").split(KEY_SEPARATOR):
+                    out.message_list.append(m)
+        return out
+
+    async def view_message(self, offset_msg_id: str, topic: str | None = None) -> MessageExt:
+        """Return the stored message of an offset msg id (``SendResult.offset_msg_id``).
+
+        Mirrors ``MQAdminImpl.viewMessage``: the id gives the store host and the commit-log
+        offset; VIEW_MESSAGE_BY_ID (33) goes to that host.
+
+        Raises:
+            InvalidArgumentError: not an offset msg id; BrokerError: SYSTEM_ERROR when nothing is
+            stored at the offset; TransportError.
+        """
+        addr, offset = decode_offset_msg_id(offset_msg_id)
+        h = ViewMessageRequestHeader(topic=topic, offset=offset)
+        resp = await self._request(addr, RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, h.to_ext_fields()), self._runtime.config.request_timeout)
+        msgs = decode_records(bytes(resp.body))
+        if not msgs:
+            raise BrokerError(f"no message at offset {offset}", response_code=ResponseCode.SYSTEM_ERROR)
+        return msgs[0]
+
+    # ------------------------------------------------------------------ consumer groups: offsets
+
+    async def reset_offset_by_timestamp(self, topic: str, group: str, timestamp_ms: int, is_force: bool = True) -> dict[MessageQueue, int]:
+        """Move ``group``'s offsets on ``topic`` to the first message stored at or after
+        ``timestamp_ms`` (-1 = the max offset), while its consumers run.
+
+        Mirrors ``DefaultMQAdminExt.resetOffsetByTimestamp(topic, group, timestamp, isForce)``
+        (``mqadmin resetOffsetByTime``): INVOKE_BROKER_TO_RESET_OFFSET (222, header ``offset``
+        −1) to each broker of the topic's route. What the broker does is its business: a 5.x
+        broker (``useServerSideResetOffset``, the default) replaces the committed offsets and
+        answers the consumers' next pulls with PULL_OFFSET_MOVED; a 4.x broker sends
+        RESET_CONSUMER_CLIENT_OFFSET (220) to each online consumer of the group (and fails with
+        CONSUMER_NOT_ONLINE when there is none). A 4.x broker only moves a queue backwards
+        without ``is_force``; 5.x ignores it.
+
+        Returns:
+            The new offset of every queue (queue offsets), merged over the brokers.
+
+        Raises:
+            TopicNotExistError: no route, or a broker does not know the topic; BrokerError:
+            CONSUMER_NOT_ONLINE (206, 4.x), SUBSCRIPTION_GROUP_NOT_EXIST (5.x), SYSTEM_ERROR
+            (4.x: the group has no offset on the topic); TransportError.
+        """
+        t = self._runtime.config.request_timeout
+        table: dict[MessageQueue, int] = {}
+        for addr in await self._route_addrs(topic):
+            h = ResetOffsetRequestHeader(group=group, topic=topic, timestamp=timestamp_ms, is_force=is_force, offset=-1)
+            resp = await self._request(addr, RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, h.to_ext_fields()), t)
+            if resp.body:
+                table.update(ResetOffsetBody.decode(bytes(resp.body)).offset_table)
+        return table
+
+    # ------------------------------------------------------------------ consumer clients (via a broker)
+
+    async def get_consumer_running_info(self, group: str, client_id: str, jstack: bool = False) -> ConsumerRunningInfo:
+        """Return the running state of one consumer client of ``group``.
+
+        Mirrors ``DefaultMQAdminExt.getConsumerRunningInfo(group, clientId, jstack)``
+        (``mqadmin consumerStatus``): GET_CONSUMER_RUNNING_INFO (307) to a broker of
+        ``%RETRY%<group>``'s route, which forwards it to the client's connection
+        (``AdminBrokerProcessor.callConsumer``, 10 s) and relays its answer.
+
+        Returns:
+            :class:`ConsumerRunningInfo`: ``properties`` (settings, ``PROP_*``),
+            ``subscription_set``, ``mq_table`` (queue → ``ProcessQueueInfo`` dict: cached
+            counts / offsets, ``commitOffset``, ``droped``, timestamps in epoch ms),
+            ``status_table`` (topic → ``ConsumeStatus`` dict: ``pullRT`` / ``consumeRT`` ms,
+            ``pullTPS`` / ``consumeOKTPS`` / ``consumeFailedTPS`` per second over the last
+            minute, ``consumeFailedMsgs`` over the last hour), ``jstack`` when asked.
+
+        Raises:
+            BrokerError: SYSTEM_ERROR "The Consumer <g> <id> not online" (unknown client) or the
+            client's own SYSTEM_ERROR (group not in that client); CONSUME_MSG_TIMEOUT (207);
+            TopicNotExistError: no route of the retry topic; TransportError.
+        """
+        t = self._runtime.config.request_timeout
+        addrs = await self._group_addrs(group, None)
+        h = GetConsumerRunningInfoRequestHeader(consumer_group=group, client_id=client_id, jstack_enable=jstack)
+        resp = await self._request(addrs[0], RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, h.to_ext_fields()), t)
+        return ConsumerRunningInfo.decode(bytes(resp.body))
+
+    async def consume_message_directly(self, group: str, client_id: str, topic: str, msg_id: str) -> ConsumeMessageDirectlyResult:
+        """Make one consumer client of ``group`` consume one stored message now.
+
+        Mirrors ``DefaultMQAdminExt.consumeMessageDirectly(group, clientId, topic, msgId)``
+        (``mqadmin consumeMessage``): the message is looked up (:meth:`view_message`, so
+        ``msg_id`` is an offset msg id) and CONSUME_MESSAGE_DIRECTLY (309) goes to its store
+        host, which reads the record and forwards it to the client. The client's listener
+        consumes it once; no offset moves and nothing is sent back.
+
+        Returns:
+            :class:`ConsumeMessageDirectlyResult`: ``consume_result`` (CR_SUCCESS, CR_LATER,
+            CR_RETURN_NULL, CR_THROW_EXCEPTION …), ``order``, ``auto_commit``, ``remark``,
+            ``spent_time_mills`` (ms).
+
+        Raises:
+            InvalidArgumentError: not an offset msg id; BrokerError: as
+            :meth:`get_consumer_running_info`, or SYSTEM_ERROR when no message is at the id;
+            TransportError.
+        """
+        msg = await self.view_message(msg_id, topic)
+        addr = msg.store_host or decode_offset_msg_id(msg_id)[0]
+        h = ConsumeMessageDirectlyResultRequestHeader(consumer_group=group, client_id=client_id, msg_id=msg.offset_msg_id or msg_id, topic=topic)
+        resp = await self._request(addr, RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, h.to_ext_fields()), self._runtime.config.request_timeout)
+        return ConsumeMessageDirectlyResult.decode(bytes(resp.body))
+
+    # ------------------------------------------------------------------ helpers
+
+    async def _request(self, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        resp = await self._runtime.pool.request(addr, cmd, timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise error_for_response(resp.code, resp.remark)
+        return resp
+
+    async def _route_addrs(self, topic: str) -> list[str]:
+        """``BrokerData.selectBrokerAddr`` of each broker of ``topic``'s route."""
+        route = await self.topic_route(topic)
+        addrs = [a for bd in route.broker_datas or () if (a := bd.select_broker_addr()) is not None]
+        if not addrs:
+            raise RouteNotFoundError(f"topic {topic!r} has no broker")
+        return addrs
+
+    async def _group_addrs(self, group: str, topic: str | None) -> list[str]:
+        """Brokers of ``%RETRY%<group>``'s route, else of ``topic``'s (Java's route topics)."""
+        try:
+            return await self._route_addrs(RETRY_GROUP_TOPIC_PREFIX + group)
+        except RocketMQError:
+            if topic is None:
+                raise
+            return await self._route_addrs(topic)

@@ -406,6 +406,23 @@ class RouteTable:
             cluster_addr_table={c: set(n) for c, n in sorted(self._clusters.items())},
         )
 
+    def delete_topic(self, topic: str, cluster_name: str | None = None) -> None:
+        """Forget ``topic``'s queue data: of the brokers of ``cluster_name``, or of every broker.
+
+        Mirrors ``RouteInfoManager.deleteTopic(topic[, clusterName])``; an unknown cluster or
+        topic is a no-op. A broker that still has the topic brings it back at its next
+        registration.
+        """
+        by_broker = self._topic_queues.get(topic)
+        if by_broker is None:
+            return
+        if cluster_name:
+            for name in self._clusters.get(cluster_name, ()):
+                by_broker.pop(name, None)
+            if by_broker:
+                return
+        del self._topic_queues[topic]
+
     def topic_list(self) -> TopicList:
         """Return every topic with queue data."""
         return TopicList(topic_list=set(self._topic_queues))

@@ -42,6 +42,7 @@ from ..protocol.headers.route import (
     GetKVConfigResponseHeader,
     GetKVListByNamespaceRequestHeader,
     GetRouteInfoRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
     GetTopicsByClusterRequestHeader,
     PutKVConfigRequestHeader,
     QueryDataVersionRequestHeader,
@@ -200,6 +201,7 @@ class NameServer:
         r.register(RequestCode.GET_BROKER_CLUSTER_INFO, self._get_cluster_info)
         r.register(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, self._get_all_topics)
         r.register(RequestCode.GET_TOPICS_BY_CLUSTER, self._get_topics_by_cluster)
+        r.register(RequestCode.DELETE_TOPIC_IN_NAMESRV, self._delete_topic)
         r.register(RequestCode.QUERY_DATA_VERSION, self._query_data_version)
         r.register(RequestCode.PUT_KV_CONFIG, self._put_kv)
         r.register(RequestCode.GET_KV_CONFIG, self._get_kv)
@@ -285,6 +287,12 @@ class NameServer:
         """GET_TOPICS_BY_CLUSTER (224)."""
         h = GetTopicsByClusterRequestHeader.from_ext_fields(cmd.ext_fields)
         return cmd.response(body=self.routes.topics_by_cluster(h.cluster or "").encode())
+
+    async def _delete_topic(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """DELETE_TOPIC_IN_NAMESRV (216): ``clusterName`` given → that cluster's brokers only."""
+        h = DeleteTopicFromNamesrvRequestHeader.from_ext_fields(cmd.ext_fields)
+        self.routes.delete_topic(h.topic or "", h.cluster_name)
+        return cmd.response()
 
     async def _query_data_version(
         self, cmd: RemotingCommand, conn: Connection

@@ -53,6 +53,11 @@ KNOWN_OPTIONS: Final = frozenset({
     # Spark adds "path" for load(path); tolerated and ignored.
     "path",
 })
+#: The end of the message naming unknown source options.
+_SOURCE_UNKNOWN_HINT: Final = (
+    "for format('rocketmq'); known options are nameServer, topic, startingOffsets, endingOffsets, "
+    "maxOffsetsPerTrigger, failOnDataLoss, pullBatchSize, pullTimeoutMs, pullConcurrency, numPartitions"
+)
 
 DEFAULT_PULL_BATCH_SIZE: Final = 1024
 DEFAULT_PULL_TIMEOUT_MS: Final = 10_000
@@ -103,6 +108,32 @@ def _get(options: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
+def _lowered(options: Mapping[str, str], known: frozenset[str], error: type[InvalidArgumentError], unknown_hint: str) -> dict[str, str]:
+    """``options`` with lower-cased keys.
+
+    Raises:
+        error: a key is not in ``known``; the message lists them, then ``unknown_hint``.
+    """
+    lowered = {str(k).lower(): v for k, v in options.items()}
+    unknown = sorted(set(lowered) - known)
+    if unknown:
+        raise error(f"unknown option(s) {', '.join(unknown)} {unknown_hint}")
+    return lowered
+
+
+def _name_server(lowered: Mapping[str, str], error: type[InvalidArgumentError], *aliases: str) -> str:
+    """The ``nameServer`` option (or the first of ``aliases`` given).
+
+    Raises:
+        error: none of them is set.
+    """
+    for name in ("nameServer", *aliases):
+        value = _get(lowered, name)
+        if value is not None:
+            return value
+    raise error("option nameServer is required; pass .option('nameServer', 'host:9876')")
+
+
 def _parse_int(options: Mapping[str, str], name: str, default: int | None, lo: int, hi: int) -> int | None:
     raw = _get(options, name)
     if raw is None:
@@ -141,17 +172,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         SourceOptionError: an option is missing, unknown or malformed; the message says how to
             fix it.
     """
-    lowered = {str(k).lower(): v for k, v in options.items()}
-    unknown = sorted(set(lowered) - KNOWN_OPTIONS)
-    if unknown:
-        raise SourceOptionError(
-            f"unknown option(s) {', '.join(unknown)} for format('rocketmq'); known options are "
-            "nameServer, topic, startingOffsets, endingOffsets, maxOffsetsPerTrigger, failOnDataLoss, "
-            "pullBatchSize, pullTimeoutMs, pullConcurrency, numPartitions"
-        )
-    name_server = _get(lowered, "nameServer")
-    if name_server is None:
-        raise SourceOptionError("option nameServer is required; pass .option('nameServer', 'host:9876')")
+    lowered = _lowered(options, KNOWN_OPTIONS, SourceOptionError, _SOURCE_UNKNOWN_HINT)
+    name_server = _name_server(lowered, SourceOptionError)
     raw_topics = _get(lowered, "topic")
     if raw_topics is None:
         raise SourceOptionError("option topic is required; pass .option('topic', 'TopicA') or 'TopicA,TopicB'")
@@ -227,6 +249,11 @@ SINK_KNOWN_OPTIONS: Final = frozenset({
     "nameserver", "namesrv_addr", "topic", "producergroup", "producer_group", "batchsize", "batchbytes",
     "maxinflight", "sendtimeoutms", "retries", "maxmessagesize", "writerinput", "path", "checkpointlocation",
 })
+#: The end of the message naming unknown sink options.
+_SINK_UNKNOWN_HINT: Final = (
+    "for the rocketmq sink; known options are nameServer, topic, "
+    "producerGroup, batchSize, batchBytes, maxInFlight, sendTimeoutMs, retries, maxMessageSize, writerInput"
+)
 
 #: ``DefaultMQProducer.maxMessageSize`` (4 MiB): the cap of one message or one encoded batch.
 MAX_MESSAGE_SIZE: Final = 4 * 1024 * 1024
@@ -303,16 +330,8 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         SinkOptionError: an option is missing, unknown or malformed; the message says how to
             fix it.
     """
-    lowered = {str(k).lower(): v for k, v in options.items()}
-    unknown = sorted(set(lowered) - SINK_KNOWN_OPTIONS)
-    if unknown:
-        raise SinkOptionError(
-            f"unknown option(s) {', '.join(unknown)} for the rocketmq sink; known options are nameServer, topic, "
-            "producerGroup, batchSize, batchBytes, maxInFlight, sendTimeoutMs, retries, maxMessageSize, writerInput"
-        )
-    name_server = _get(lowered, "nameServer") or _get(lowered, "namesrv_addr")
-    if name_server is None:
-        raise SinkOptionError("option nameServer is required; pass .option('nameServer', 'host:9876')")
+    lowered = _lowered(options, SINK_KNOWN_OPTIONS, SinkOptionError, _SINK_UNKNOWN_HINT)
+    name_server = _name_server(lowered, SinkOptionError, "namesrv_addr")
     group = _get(lowered, "producerGroup") or _get(lowered, "producer_group") or DEFAULT_PRODUCER_GROUP
     if not _GROUP_RE.match(group):
         raise SinkOptionError(f"option producerGroup={group!r} is invalid; use 1-255 characters of [%|a-zA-Z0-9_-]")

@@ -61,6 +61,7 @@ JVM_OPTS: Final[tuple[str, ...]] = (
     "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
     "--add-opens=java.base/java.lang=ALL-UNNAMED",
     "--add-opens=java.base/java.util=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",  # 4.9.x unmaps deleted topics' files via Cleaner
 )
 
 #: One-second delay levels (as in the embedded test cluster), so that retries come back quickly.

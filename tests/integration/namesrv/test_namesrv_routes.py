@@ -154,3 +154,21 @@ def test_data_version_queries() -> None:
     assert rt.query_broker_data_version("C", "10.0.0.1:10911") == DataVersion(0, 1005, 5)
     rt.refresh_broker("C", "10.0.0.1:10911", T0 + 100_000)
     assert rt.scan_expired(T0 + 200_000) == []
+
+
+def test_delete_topic_of_one_cluster_or_everywhere() -> None:
+    """RouteInfoManager.deleteTopic(topic, clusterName) / deleteTopic(topic)."""
+    rt = RouteTable()
+    register(rt, "broker-a", addr="10.0.0.1:10911", w=wrapper("TBW102", "T1", "T2"), cluster="C")
+    register(rt, "broker-b", addr="10.0.0.2:10911", w=wrapper("TBW102", "T1", "T2"), cluster="D")
+    rt.delete_topic("T1", "C")
+    route = rt.route("T1")
+    assert route is not None and [q.broker_name for q in route.queue_datas] == ["broker-b"]
+    rt.delete_topic("T1", "no-such-cluster")
+    assert rt.route("T1") is not None
+    rt.delete_topic("T1", "D")  # last broker gone: the topic goes
+    assert rt.route("T1") is None and "T1" not in rt.topic_list().topic_list
+    rt.delete_topic("T2")
+    assert rt.route("T2") is None
+    rt.delete_topic("never-there")
+    assert rt.topic_list().topic_list == {"TBW102"}

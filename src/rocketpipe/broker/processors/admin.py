@@ -2,7 +2,8 @@
 GET_TOPIC_STATS_INFO (202), GET_CONSUMER_CONNECTION_LIST (203), GET_CONSUME_STATS (208),
 VIEW_MESSAGE_BY_ID (33), GET_ALL_TOPIC_CONFIG (21), DELETE_TOPIC_IN_BROKER (215),
 INVOKE_BROKER_TO_RESET_OFFSET (222, 5.x server-side reset), GET_TOPIC_CONFIG (351),
-GET_BROKER_RUNTIME_INFO (28), QUERY_TOPIC_CONSUME_BY_WHO (300).
+GET_BROKER_RUNTIME_INFO (28), QUERY_TOPIC_CONSUME_BY_WHO (300), and the admin → broker → client
+calls GET_CONSUMER_RUNNING_INFO (307) and CONSUME_MESSAGE_DIRECTLY (309) (``callConsumer``).
 
 Mirrors the matching handlers of ``AdminBrokerProcessor`` / ``QueryMessageProcessor``. Bodies
 with ``Map<MessageQueue, …>`` are written the fastjson way (object-literal keys) by
@@ -16,7 +17,7 @@ import math
 import os
 from typing import TYPE_CHECKING, Any
 
-from ...errors import ProtocolError
+from ...errors import InvalidArgumentError, ProtocolError, RequestTimeoutError, TransportError
 from ...protocol import message as pm
 from ...protocol.bodies import javajson as jj
 from ...protocol.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, LanguageCode, RequestCode, ResponseCode
@@ -33,7 +34,11 @@ from ...protocol.headers.admin import (
     QueryTopicConsumeByWhoRequestHeader,
     ViewMessageRequestHeader,
 )
-from ...protocol.headers.consumer import ResetOffsetRequestHeader
+from ...protocol.headers.consumer import (
+    ConsumeMessageDirectlyResultRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    ResetOffsetRequestHeader,
+)
 from ...protocol.message import MessageQueue
 from ...transport import Connection, Router
 from ..schedule import SCHEDULE_TOPIC
@@ -45,6 +50,9 @@ if TYPE_CHECKING:
     from ..broker import Broker
 
 log = logging.getLogger(__name__)
+
+#: ``Broker2Client.callClient``: timeout of the request forwarded to a client (10 000 ms), seconds.
+CALL_CLIENT_TIMEOUT = 10.0
 
 
 class AdminProcessor:
@@ -67,6 +75,8 @@ class AdminProcessor:
         router.register(RequestCode.GET_TOPIC_CONFIG, self.get_topic_config)
         router.register(RequestCode.GET_BROKER_RUNTIME_INFO, self.get_broker_runtime_info)
         router.register(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, self.query_topic_consume_by_who)
+        router.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self.get_consumer_running_info)
+        router.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, self.consume_message_directly)
 
     async def update_and_create_topic(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
         """Create or update a topic; re-register with the name servers on change."""
@@ -206,10 +216,17 @@ class AdminProcessor:
         """One stored record by commit-log offset."""
         h = decode_header(ViewMessageRequestHeader, cmd)
         require(h.offset, "offset")
-        msg = self.broker.store.look_message_by_offset(h.offset)  # type: ignore[arg-type]
-        if msg is None:
+        record = self._record_at(h.offset)  # type: ignore[arg-type]
+        if record is None:
             return error(cmd, ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {h.offset}")
-        record = pm.encode_record(
+        return cmd.response(ResponseCode.SUCCESS, None, None, record)
+
+    def _record_at(self, offset: int) -> bytes | None:
+        """The stored record at commit-log ``offset`` (``selectOneMessageByOffset``), or None."""
+        msg = self.broker.store.look_message_by_offset(offset)
+        if msg is None:
+            return None
+        return pm.encode_record(
             topic=msg.topic,
             body=msg.body,
             properties=msg.properties,
@@ -226,16 +243,81 @@ class AdminProcessor:
             prepared_transaction_offset=msg.prepared_transaction_offset,
             crc=msg.body_crc,
         )
-        return cmd.response(ResponseCode.SUCCESS, None, None, record)
+
+    async def get_consumer_running_info(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """Forward GET_CONSUMER_RUNNING_INFO to the client and relay its answer.
+
+        Mirrors ``AdminBrokerProcessor.getConsumerRunningInfo`` → ``callConsumer``.
+        """
+        h = decode_header(GetConsumerRunningInfoRequestHeader, cmd)
+        require(h.consumer_group, "consumerGroup")
+        require(h.client_id, "clientId")
+        return await self._call_consumer(cmd, h.consumer_group, h.client_id)  # type: ignore[arg-type]
+
+    async def consume_message_directly(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """Forward CONSUME_MESSAGE_DIRECTLY to the client with the stored message as body.
+
+        Mirrors ``AdminBrokerProcessor.consumeMessageDirectly``: ext fields ``brokerName`` (this
+        broker), ``topicSysFlag`` / ``groupSysFlag`` (when the topic / group is known) are added;
+        the body is the record at the commit-log offset of the offset msg id ``msgId`` (none when
+        it does not decode or nothing is stored there, as Java forwards regardless).
+        """
+        b = self.broker
+        h = decode_header(ConsumeMessageDirectlyResultRequestHeader, cmd)
+        require(h.consumer_group, "consumerGroup")
+        ext = dict(cmd.ext_fields or {})
+        ext["brokerName"] = b.config.broker_name
+        if h.topic:
+            tc = b.topics.get(h.topic)
+            if tc is not None:
+                ext["topicSysFlag"] = str(tc.topic_sys_flag)
+        gcfg = b.groups_config.groups.get(h.consumer_group or "")
+        if gcfg is not None:
+            ext["groupSysFlag"] = str(gcfg.group_sys_flag)
+        body: bytes | None = None
+        try:
+            _, offset = pm.decode_offset_msg_id(h.msg_id or "")
+            body = self._record_at(offset)
+        except (InvalidArgumentError, ValueError):
+            body = None
+        return await self._call_consumer(cmd, h.consumer_group, h.client_id, ext=ext, body=body)  # type: ignore[arg-type]
+
+    async def _call_consumer(
+        self, cmd: RemotingCommand, group: str, client_id: str | None, *, ext: dict[str, str] | None = None, body: bytes | None = None
+    ) -> RemotingCommand:
+        """``AdminBrokerProcessor.callConsumer``: send ``cmd`` (same code, ext fields, body) to
+        the channel of ``client_id`` in ``group`` and answer with the client's response.
+
+        SYSTEM_ERROR "The Consumer <g> <id> not online" when no such channel; CONSUME_MSG_TIMEOUT
+        when the client does not answer within 10 s; SYSTEM_ERROR on any other failure.
+        """
+        info = self.broker.clients.consumer_group(group)
+        ch = None
+        if info is not None:
+            ch = next((c for c in info.channels.values() if c.client_id == client_id), None)
+        if ch is None:
+            return error(cmd, ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online")
+        fwd = RemotingCommand.request(cmd.code, ext if ext is not None else dict(cmd.ext_fields or {}), body if body is not None else bytes(cmd.body))
+        try:
+            resp = await ch.channel.request(fwd, CALL_CLIENT_TIMEOUT)  # type: ignore[attr-defined]
+        except RequestTimeoutError as exc:
+            return error(cmd, ResponseCode.CONSUME_MSG_TIMEOUT, f"consumer <{group}> <{client_id}> Timeout: {exc}")
+        except TransportError as exc:
+            return error(cmd, ResponseCode.SYSTEM_ERROR, f"invoke consumer <{group}> <{client_id}> Exception: {exc}")
+        return cmd.response(resp.code, resp.remark, dict(resp.ext_fields or {}), bytes(resp.body))
 
     async def invoke_broker_to_reset_offset(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
         """Reset a group's offsets on a topic (5.x ``useServerSideResetOffset`` path).
 
-        Target per queue: header ``offset`` (clamped to the queue) when given, the max offset for
-        ``timestamp == -1``, else the first offset stored at or after ``timestamp``. Without
-        ``isForce`` a queue only moves backwards. The committed offset is replaced at once and
+        Target per queue: with ``queueId`` >= 0 the header ``offset`` when given (not -1; outside
+        [min, max + 1] → SYSTEM_ERROR, nothing reset), else for every read queue (``offset`` is
+        then ignored, as in Java) the max offset for a negative ``timestamp``, else the first
+        offset stored at or after ``timestamp``. Without ``isForce`` a queue only moves
+        backwards (unlike Java 5.x ``resetOffsetInner``, which ignores ``isForce``). The committed offset is replaced at once and
         the next pull of each queue answers PULL_OFFSET_MOVED (``OFFSET_RESET``); client commits
-        are ignored until then. Body: ``ResetOffsetBody`` of the new offsets.
+        are ignored until then. Body: ``ResetOffsetBody`` of the new offsets. TOPIC_NOT_EXIST /
+        SUBSCRIPTION_GROUP_NOT_EXIST (a group the broker has no config of) as Java 5.x
+        ``AdminBrokerProcessor.resetOffsetInner``.
         """
         b = self.broker
         h = decode_header(ResetOffsetRequestHeader, cmd)
@@ -246,19 +328,28 @@ class AdminProcessor:
         tc = b.topics.get(topic)
         if tc is None:
             return error(cmd, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
-        queues = [h.queue_id] if h.queue_id is not None and h.queue_id >= 0 else list(range(tc.read_queue_nums))
-        table: dict[MessageQueue, int] = {}
+        if group not in b.groups_config.groups:  # resetOffsetInner: containsSubscriptionGroup
+            return error(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {group} does not exist")
+        by_queue = h.queue_id is not None and h.queue_id >= 0
+        queues = [h.queue_id] if by_queue else list(range(tc.read_queue_nums))
+        targets: dict[int, int] = {}
         for q in queues:
             mn, mx = b.store.get_min_offset(topic, q), b.store.get_max_offset(topic, q)
-            if h.offset is not None and h.offset >= 0:
-                target = max(mn, min(h.offset, mx))
-            elif h.timestamp == -1:
+            if by_queue and h.offset is not None and h.offset != -1:
+                # resetOffsetInner: an explicit offset only for one queue, within [min, max + 1]
+                if (mn >= 0 and h.offset < mn) or h.offset > mx + 1:
+                    return error(cmd, ResponseCode.SYSTEM_ERROR, f"Target offset {h.offset} not in consume queue range [{mn}-{mx}]")
+                target = h.offset
+            elif (h.timestamp or 0) < 0:  # searchOffsetByTimestamp: a negative time = the max offset
                 target = mx
             else:
                 target = b.store.get_offset_by_timestamp(topic, q, h.timestamp or 0)
             current = b.offsets.query(group, topic, q)
             if not h.is_force and 0 <= current < target:
                 target = current
+            targets[q] = target
+        table: dict[MessageQueue, int] = {}
+        for q, target in targets.items():
             b.offsets.set_reset(group, topic, q, target)
             table[MessageQueue(topic, b.config.broker_name, q)] = target
         return cmd.response(ResponseCode.SUCCESS, None, None, ResetOffsetBody(offset_table=table).encode())

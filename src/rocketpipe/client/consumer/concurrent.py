@@ -26,7 +26,9 @@ from typing import Final
 
 from ...protocol.message import MessageExt, MessageQueue
 from .._tasks import TaskOwner
-from .listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ListenerRunner, MessageListenerConcurrently, prepare_batch
+from .consume_pool import MAX_CALLS_PER_HOP as MAX_CALLS_PER_HOP
+from .consume_pool import ConsumePool
+from .listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageListenerConcurrently, prepare_batch
 from .offsets import RemoteOffsetStore
 from .process_queue import ProcessQueue
 from .stats import ConsumerStats
@@ -35,10 +37,6 @@ log = logging.getLogger(__name__)
 
 #: Delay of the local re-consume after a failed send-back (Java: 5 000 ms).
 LOCAL_RETRY_DELAY: Final = 5.0
-#: Most listener calls of a plain-function listener made in one thread-pool hop. A worker takes
-#: extra batches only from a backlog (more queued batches than workers), so no batch waits
-#: behind another while a worker is idle; each call still gets its own batch and context.
-MAX_CALLS_PER_HOP: Final = 16
 
 SendBack = Callable[[MessageExt, ConsumeConcurrentlyContext], Awaitable[bool]]
 """``(msg, context) -> True`` when the broker (or the retry topic) took the message."""
@@ -107,81 +105,42 @@ class ConcurrentDispatcher:
         stats: ConsumerStats | None = None,
     ) -> None:
         self._group = group
-        self._runner = ListenerRunner(
+        self._pool: ConsumePool[ConsumeRequest, ProcessQueue] = ConsumePool(
             listener,
-            status_type=ConsumeConcurrentlyStatus,
-            failure=ConsumeConcurrentlyStatus.RECONSUME_LATER,
-            group=group,
-            max_threads=consume_thread_max,
-            thread_name_prefix=f"consume-{group}",
+            group,
+            tasks,
+            name="consume",
+            consume_thread_max=consume_thread_max,
+            consume_message_batch_max_size=consume_message_batch_max_size,
+            make_request=ConsumeRequest,
+            consume=self._consume,
+            consume_many=self._consume_in_one_hop,
+            logger=log,
         )
-        self._is_async = self._runner.is_async
+        self._runner = self._pool.runner
         self.stats = stats if stats is not None else ConsumerStats.from_now_ms(now_ms)
         self._store = offset_store
         self._send_back = send_back
         self._tasks = tasks
-        self._threads = consume_thread_max
-        self._batch = consume_message_batch_max_size
         self._now_ms = now_ms
-        self._queue: asyncio.Queue[ConsumeRequest] = asyncio.Queue()
-        self._workers: list[asyncio.Task[None]] = []
-        self._busy: set[asyncio.Task[None]] = set()
-        self._closing = False
         self.consumed_ok = 0
         self.consumed_failed = 0
 
     def start(self) -> None:
         """Spawn the worker tasks."""
-        for i in range(self._threads):
-            self._workers.append(self._tasks.spawn(self._worker(), f"consume-{i}"))
+        self._pool.start()
 
     def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         """Queue ``msgs`` (already in ``pq``) in batches of ``consume_message_batch_max_size``."""
-        if self._closing:
-            return
-        for i in range(0, len(msgs), self._batch):
-            self._queue.put_nowait(ConsumeRequest(msgs[i : i + self._batch], pq, mq))
+        self._pool.submit(msgs, pq, mq)
 
     def pending(self) -> int:
         """Return the number of queued (not yet started) batches."""
-        return self._queue.qsize()
+        return self._pool.pending()
 
     async def close(self) -> None:
         """Stop taking batches; wait for the batches being consumed; stop the thread pool."""
-        self._closing = True
-        busy = set(self._busy)
-        for w in self._workers:
-            if w not in busy:
-                w.cancel()
-        if busy:
-            await asyncio.wait(busy)
-        for w in self._workers:
-            w.cancel()
-        self._runner.close()
-
-    async def _worker(self) -> None:
-        me = asyncio.current_task()
-        assert me is not None
-        queue = self._queue
-        while not self._closing:
-            req = await queue.get()
-            self._busy.add(me)
-            try:
-                extra = 0 if self._is_async else min(MAX_CALLS_PER_HOP - 1, queue.qsize() // max(1, self._threads))
-                if extra <= 0:
-                    await self._consume(req)
-                else:
-                    reqs = [req]
-                    while extra > 0 and not queue.empty():
-                        reqs.append(queue.get_nowait())
-                        extra -= 1
-                    await self._consume_in_one_hop(reqs)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("consume request failed group=%s mq=%s", self._group, req.mq)
-            finally:
-                self._busy.discard(me)
+        await self._pool.close()
 
     def _prepare(self, req: ConsumeRequest, start_ms: int) -> ConsumeConcurrentlyContext:
         """Restore retry topics, stamp ``CONSUME_START_TIME``; return the call's context."""
@@ -249,5 +208,5 @@ class ConcurrentDispatcher:
 
     async def _resubmit_later(self, req: ConsumeRequest) -> None:
         await asyncio.sleep(LOCAL_RETRY_DELAY)
-        if not req.pq.dropped and not self._closing:
-            self._queue.put_nowait(req)
+        if not req.pq.dropped and not self._pool.closing:
+            self._pool.put(req)

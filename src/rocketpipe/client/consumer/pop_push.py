@@ -46,7 +46,8 @@ from ...protocol.message import MessageExt, MessageQueue
 from .._tasks import TaskOwner
 from .assignment import AssignmentProbe
 from .concurrent import ack_index_for
-from .listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ListenerRunner, MessageListenerConcurrently, prepare_batch
+from .consume_pool import ConsumePool
+from .listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageListenerConcurrently, prepare_batch
 from .pop_calls import PROPERTY_POP_CK, PopStatus, ack_message, change_invisible_time, pop_message
 from .process_queue import PULL_DELAY_WHEN_FLOW_CONTROL, PULL_MAX_IDLE_TIME
 from .push_controls import PULL_DELAY_WHEN_SUSPEND, PushControls
@@ -294,24 +295,21 @@ class PopConsumeService:
     ) -> None:
         self._rt = runtime
         self._group = group
-        self._runner = ListenerRunner(
+        self._pool: ConsumePool[PopConsumeRequest, PopProcessQueue] = ConsumePool(
             listener,
-            status_type=ConsumeConcurrentlyStatus,
-            failure=ConsumeConcurrentlyStatus.RECONSUME_LATER,
-            group=group,
-            max_threads=consume_thread_max,
-            thread_name_prefix=f"pop-consume-{group}",
+            group,
+            tasks,
+            name="pop-consume",
+            consume_thread_max=consume_thread_max,
+            consume_message_batch_max_size=consume_message_batch_max_size,
+            make_request=PopConsumeRequest.of,
+            consume=self._consume,
+            logger=log,
         )
+        self._runner = self._pool.runner
         self.stats = stats if stats is not None else ConsumerStats.from_now_ms(now_ms)
-        self._tasks = tasks
-        self._threads = consume_thread_max
-        self._batch = consume_message_batch_max_size
         self._max_times = effective_max_reconsume_times(max_reconsume_times)
         self._now_ms = now_ms
-        self._queue: asyncio.Queue[PopConsumeRequest] = asyncio.Queue()
-        self._workers: list[asyncio.Task[None]] = []
-        self._busy: set[asyncio.Task[None]] = set()
-        self._closing = False
         #: messages acknowledged after CONSUME_SUCCESS.
         self.consumed_ok = 0
         #: messages the listener failed (RECONSUME_LATER, errors, beyond ack_index).
@@ -326,43 +324,15 @@ class PopConsumeService:
 
     def start(self) -> None:
         """Spawn the worker tasks."""
-        for i in range(self._threads):
-            self._workers.append(self._tasks.spawn(self._worker(), f"pop-consume-{i}"))
+        self._pool.start()
 
     def submit(self, msgs: list[MessageExt], pq: PopProcessQueue, mq: MessageQueue) -> None:
         """Queue ``msgs`` in batches of ``consume_message_batch_max_size`` (``submitPopConsumeRequest``)."""
-        if self._closing:
-            return
-        for i in range(0, len(msgs), self._batch):
-            self._queue.put_nowait(PopConsumeRequest.of(msgs[i : i + self._batch], pq, mq))
+        self._pool.submit(msgs, pq, mq)
 
     async def close(self) -> None:
         """Stop taking batches, wait for the batches being consumed, stop the thread pool."""
-        self._closing = True
-        busy = set(self._busy)
-        for w in self._workers:
-            if w not in busy:
-                w.cancel()
-        if busy:
-            await asyncio.wait(busy)
-        for w in self._workers:
-            w.cancel()
-        self._runner.close()
-
-    async def _worker(self) -> None:
-        me = asyncio.current_task()
-        assert me is not None
-        while not self._closing:
-            req = await self._queue.get()
-            self._busy.add(me)
-            try:
-                await self._consume(req)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("pop consume request failed group=%s mq=%s", self._group, req.mq)
-            finally:
-                self._busy.discard(me)
+        await self._pool.close()
 
     async def _consume(self, req: PopConsumeRequest) -> None:
         """``ConsumeRequest.run``."""

@@ -7,10 +7,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
-import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
-import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
-import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
-import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 
 /**
@@ -31,17 +27,8 @@ public final class PopConsumerScenario {
         String group = args[2];
         int expected = Integer.parseInt(args[3]);
         long timeoutMs = Long.parseLong(args[4]) * 1000L;
-        List<Object> deliveries = new ArrayList<>();
-        Set<String> ids = new TreeSet<>();
-        Set<String> toRedeliver = new TreeSet<>();
-        Set<String> redelivered = new TreeSet<>();
-        DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
-        c.setNamesrvAddr(ns);
-        c.setInstanceName("interop-pop-" + System.nanoTime());
-        c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
-        c.setVipChannelEnabled(false);
-        c.setConsumeThreadMin(2);
-        c.setConsumeThreadMax(4);
+        RedeliveryListener listener = new RedeliveryListener();
+        DefaultMQPushConsumer c = RedeliveryListener.consumer(ns, group, "interop-pop-");
         Map<String, Object> out = Json.obj();
         boolean serverRebalance;
         try {
@@ -53,24 +40,7 @@ public final class PopConsumerScenario {
         }
         out.put("serverRebalanceApi", serverRebalance);
         c.subscribe(topic, "*");
-        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
-            boolean later = false;
-            synchronized (deliveries) {
-                for (MessageExt m : msgs) {
-                    deliveries.add(Json.message(m));
-                    ids.add(m.getMsgId());
-                    if ("1".equals(m.getUserProperty("redeliver"))) {
-                        if (m.getReconsumeTimes() == 0) {
-                            toRedeliver.add(m.getMsgId());
-                            later = true;
-                        } else {
-                            redelivered.add(m.getMsgId());
-                        }
-                    }
-                }
-            }
-            return later ? ConsumeConcurrentlyStatus.RECONSUME_LATER : ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
-        });
+        c.registerMessageListener(listener);
         long t0 = System.currentTimeMillis();
         c.start();
         Set<String> popQueues = new TreeSet<>();
@@ -79,9 +49,7 @@ public final class PopConsumerScenario {
         while (System.currentTimeMillis() - t0 < timeoutMs) {
             popQueues.addAll(queues(c, "getPopProcessQueueTable"));
             pullQueues.addAll(queues(c, "getProcessQueueTable"));
-            synchronized (deliveries) {
-                done = ids.size() >= expected && redelivered.containsAll(toRedeliver);
-            }
+            done = listener.done(expected);
             if (done) {
                 break;
             }
@@ -90,17 +58,10 @@ public final class PopConsumerScenario {
         // let the last ACK_MESSAGEs (sent asynchronously) reach the broker; shutdown waits for none
         Thread.sleep(500);
         c.shutdown();
-        synchronized (deliveries) {
-            out.put("done", done);
-            out.put("clientId", c.buildMQClientId());
-            out.put("elapsedMs", System.currentTimeMillis() - t0);
-            out.put("distinct", ids.size());
-            out.put("toRedeliver", new ArrayList<>(toRedeliver));
-            out.put("redelivered", new ArrayList<>(redelivered));
-            out.put("popQueues", new ArrayList<>(popQueues));
-            out.put("pullQueues", new ArrayList<>(pullQueues));
-            out.put("deliveries", deliveries);
-        }
+        Map<String, Object> extra = Json.obj();
+        extra.put("popQueues", new ArrayList<>(popQueues));
+        extra.put("pullQueues", new ArrayList<>(pullQueues));
+        listener.putResult(out, done, c, t0, extra);
         Json.print(out);
         System.exit(0);  // do not depend on the client's executors all being shut down
     }
