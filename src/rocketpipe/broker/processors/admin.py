@@ -312,9 +312,9 @@ class AdminProcessor:
         Target per queue: with ``queueId`` >= 0 the header ``offset`` when given (not -1; outside
         [min, max + 1] → SYSTEM_ERROR, nothing reset), else for every read queue (``offset`` is
         then ignored, as in Java) the max offset for a negative ``timestamp``, else the first
-        offset stored at or after ``timestamp``. Without ``isForce`` a queue only moves
-        backwards (unlike Java 5.x ``resetOffsetInner``, which ignores ``isForce``). The committed offset is replaced at once and
-        the next pull of each queue answers PULL_OFFSET_MOVED (``OFFSET_RESET``); client commits
+        offset stored at or after ``timestamp``; ``isForce`` is ignored, as in Java 5.x (the 4.x
+        client-side path moved a queue forward only with it). The committed offset is replaced
+        at once and the next pull of each queue answers PULL_OFFSET_MOVED (``OFFSET_RESET``); client commits
         are ignored until then. Body: ``ResetOffsetBody`` of the new offsets. TOPIC_NOT_EXIST /
         SUBSCRIPTION_GROUP_NOT_EXIST (a group the broker has no config of) as Java 5.x
         ``AdminBrokerProcessor.resetOffsetInner``.
@@ -344,9 +344,6 @@ class AdminProcessor:
                 target = mx
             else:
                 target = b.store.get_offset_by_timestamp(topic, q, h.timestamp or 0)
-            current = b.offsets.query(group, topic, q)
-            if not h.is_force and 0 <= current < target:
-                target = current
             targets[q] = target
         table: dict[MessageQueue, int] = {}
         for q, target in targets.items():
