@@ -57,6 +57,9 @@ T = TypeVar("T")
 TOOLS_CONSUMER_GROUP: Final = "TOOLS_CONSUMER"
 #: SetConsumeModeSubCommand: timeout of each SET_MESSAGE_REQUEST_MODE (5 000 ms), seconds.
 SET_MESSAGE_REQUEST_MODE_TIMEOUT: Final = 5.0
+#: Default wait of the admin → broker → client calls, seconds: above the broker's 10 s
+#: ``callConsumer`` wait for the client (``Broker2Client.callClient``).
+CALL_CONSUMER_TIMEOUT: Final = 15.0
 #: MixAll.RETRY_GROUP_TOPIC_PREFIX: the group-based calls find the group's brokers by this topic.
 RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
 #: MessageConst.KEY_SEPARATOR: keys of a message are joined by a space.
@@ -382,7 +385,8 @@ class Admin:
 
         Mirrors ``DefaultMQAdminExt.deleteTopic(topic, clusterName)``: DELETE_TOPIC_IN_BROKER
         (215) to each broker (masters and slaves) of the cluster, then DELETE_TOPIC_IN_NAMESRV
-        (216, header ``topic`` and ``clusterName``) to each name server. Stored messages stay
+        (216, header ``topic`` only, so the name servers drop the whole route, even other
+        clusters' queues, as ``DefaultMQAdminExtImpl.deleteTopic``) to each name server. Stored messages stay
         until retention; the broker forgets the topic's config and offsets.
 
         Returns:
@@ -407,7 +411,7 @@ class Admin:
             h = DeleteTopicRequestHeader(topic=topic)
             await self._request(addr, RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_BROKER, h.to_ext_fields()), t)
         for ns in rt.config.namesrv_addrs():
-            cmd = RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic, "clusterName": cluster_name})
+            cmd = RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic})  # the whole route, as Java
             await self._request(ns, cmd, t)
         return addrs
 
@@ -568,7 +572,9 @@ class Admin:
 
     # ------------------------------------------------------------------ consumer clients (via a broker)
 
-    async def get_consumer_running_info(self, group: str, client_id: str, jstack: bool = False) -> ConsumerRunningInfo:
+    async def get_consumer_running_info(
+        self, group: str, client_id: str, jstack: bool = False, *, timeout: float = CALL_CONSUMER_TIMEOUT
+    ) -> ConsumerRunningInfo:
         """Return the running state of one consumer client of ``group``.
 
         Mirrors ``DefaultMQAdminExt.getConsumerRunningInfo(group, clientId, jstack)``
@@ -584,18 +590,23 @@ class Admin:
             ``pullTPS`` / ``consumeOKTPS`` / ``consumeFailedTPS`` per second over the last
             minute, ``consumeFailedMsgs`` over the last hour), ``jstack`` when asked.
 
+        Args:
+            timeout: seconds to wait for the broker's answer; longer than the broker's own 10 s
+                wait for the client, so that its CONSUME_MSG_TIMEOUT arrives first.
+
         Raises:
             BrokerError: SYSTEM_ERROR "The Consumer <g> <id> not online" (unknown client) or the
             client's own SYSTEM_ERROR (group not in that client); CONSUME_MSG_TIMEOUT (207);
             TopicNotExistError: no route of the retry topic; TransportError.
         """
-        t = self._runtime.config.request_timeout
         addrs = await self._group_addrs(group, None)
         h = GetConsumerRunningInfoRequestHeader(consumer_group=group, client_id=client_id, jstack_enable=jstack)
-        resp = await self._request(addrs[0], RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, h.to_ext_fields()), t)
+        resp = await self._request(addrs[0], RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, h.to_ext_fields()), timeout)
         return ConsumerRunningInfo.decode(bytes(resp.body))
 
-    async def consume_message_directly(self, group: str, client_id: str, topic: str, msg_id: str) -> ConsumeMessageDirectlyResult:
+    async def consume_message_directly(
+        self, group: str, client_id: str, topic: str, msg_id: str, *, timeout: float = CALL_CONSUMER_TIMEOUT
+    ) -> ConsumeMessageDirectlyResult:
         """Make one consumer client of ``group`` consume one stored message now.
 
         Mirrors ``DefaultMQAdminExt.consumeMessageDirectly(group, clientId, topic, msgId)``
@@ -609,6 +620,9 @@ class Admin:
             CR_RETURN_NULL, CR_THROW_EXCEPTION …), ``order``, ``auto_commit``, ``remark``,
             ``spent_time_mills`` (ms).
 
+        Args:
+            timeout: seconds to wait for the broker's answer (see :meth:`get_consumer_running_info`).
+
         Raises:
             InvalidArgumentError: not an offset msg id; BrokerError: as
             :meth:`get_consumer_running_info`, or SYSTEM_ERROR when no message is at the id;
@@ -617,7 +631,7 @@ class Admin:
         msg = await self.view_message(msg_id, topic)
         addr = msg.store_host or decode_offset_msg_id(msg_id)[0]
         h = ConsumeMessageDirectlyResultRequestHeader(consumer_group=group, client_id=client_id, msg_id=msg.offset_msg_id or msg_id, topic=topic)
-        resp = await self._request(addr, RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, h.to_ext_fields()), self._runtime.config.request_timeout)
+        resp = await self._request(addr, RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, h.to_ext_fields()), timeout)
         return ConsumeMessageDirectlyResult.decode(bytes(resp.body))
 
     # ------------------------------------------------------------------ helpers

@@ -491,6 +491,8 @@ class PartitionSender:
                 result = await self._send_to_queue(dest, msgs, single)
         except SinkDataError:
             raise
+        except InvalidArgumentError as exc:  # the producer refused the row(s): a data problem
+            raise SinkDataError(f"{exc}; lower batchBytes / batchSize or fix the row") from exc
         except RocketMQError as exc:
             raise SinkError(
                 f"sending {len(msgs)} message(s) to topic {topic!r} via name server {self._opts.name_server} failed: "
@@ -532,13 +534,14 @@ class PartitionSender:
                 if single:
                     return await self._producer.send(msgs[0], queue=mq, timeout=budget)
                 return await self._producer.send_batch(msgs, queue=mq, timeout=budget)
-            except InvalidArgumentError as exc:
-                raise SinkDataError(f"{exc}; lower batchBytes / batchSize or fix the row") from exc
+            except InvalidArgumentError:
+                raise
             except RocketMQError as exc:
                 attempt += 1
                 if not getattr(exc, "retriable", False) or attempt > self._opts.retries or loop.time() >= deadline:
                     raise
                 log.warning("sink send to %s failed, retrying attempt=%d err=%s", mq, attempt, exc)
+                await asyncio.sleep(min(1.0, 0.1 * attempt, max(0.0, deadline - loop.time())))  # retry backoff
 
     def finish(self) -> RocketMQCommitMessage:
         """Send what is still batched, wait for every answer and return the task's counts.

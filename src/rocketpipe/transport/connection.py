@@ -272,6 +272,7 @@ class Connection:
                     await self.wait_writable()
             return await fut
         except (_Expired, TimeoutError):
+            self._abandon(opaque)
             raise RequestTimeoutError(
                 f"no response within {timeout}s remote={self.remote_address} "
                 f"code={cmd.code} opaque={opaque}"
@@ -281,8 +282,6 @@ class Connection:
                 del pending[opaque]
             if not fut.done():
                 fut.cancel()  # cancelled caller: the deadline heap skips done futures
-                self._abandon(opaque)
-            elif fut.cancelled() or fut.exception() is not None:
                 self._abandon(opaque)
 
     def _abandon(self, opaque: int) -> None:

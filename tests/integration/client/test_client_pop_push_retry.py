@@ -80,3 +80,44 @@ async def test_pop_push_retry_delays_then_gives_up_past_max_reconsume(tmp_path: 
             clock.advance(3600)
             assert c.broker.pop.revive_due() == 0
         assert seen == [0, 1]
+
+
+async def test_pop_push_close_acks_the_batch_in_the_listener(tmp_path: Path) -> None:
+    """Closing a POP-mode consumer while its listener holds a batch: the listener finishes and
+    the batch is acknowledged (no checkpoint left on the broker) instead of being discarded and
+    delivered again after the invisible time. (A message arriving during the close may still be
+    popped by a long-polling POP the broker holds; like Java, it comes back after that time.)"""
+    import asyncio
+    import threading
+
+    async with local_cluster(tmp_path / "store") as c:
+        table = c.broker.pop.table
+        async with Admin(c.namesrv_addr) as admin:
+            await admin.create_topic(TOPIC, 1)
+            await admin.set_message_request_mode(TOPIC, GROUP, "POP")
+        entered, release = threading.Event(), threading.Event()
+        seen: list[bytes] = []
+
+        def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+            seen.extend(m.body for m in msgs)
+            entered.set()
+            release.wait(30)
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        consumer = PushConsumer(
+            GROUP, namesrv_addr=c.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, client_rebalance=False
+        )
+        consumer.subscribe(TOPIC)
+        consumer.register_message_listener(listener)
+        await consumer.start()
+        async with Producer("pg-pop-close", namesrv_addr=c.namesrv_addr) as p:
+            await p.send(Message.build(TOPIC, b"in-hand"))
+            await wait_until(entered.is_set, timeout=20, what="the listener holding the batch")
+            assert table.in_flight(GROUP) == 1
+            closing = asyncio.create_task(consumer.close())
+            await wait_until(lambda: consumer._pop is not None and all(r.task is None or r.task.done() for r in consumer._pop.queues.values()), timeout=10, what="pop loops stopped")
+            assert not closing.done()  # waits for the listener
+            release.set()
+            await asyncio.wait_for(closing, 30)
+        assert seen == [b"in-hand"]
+        assert table.in_flight(GROUP) == 0  # acked at shutdown, not left to come back in 60 s

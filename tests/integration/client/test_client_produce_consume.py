@@ -199,6 +199,8 @@ async def test_send_with_selector_or_queue_goes_to_that_queue(cluster: LocalClus
             await p.send(Message.build("Other", b"x"), queue=q2)
         with pytest.raises(InvalidArgumentError, match="either queue= or selector="):
             await p.send(Message.build("Sel", b"x"), queue=q2, selector=select_by_hash, arg="a")
+        with pytest.raises(InvalidArgumentError, match="selector raised ZeroDivisionError"):
+            await p.send(Message.build("Sel", b"x"), selector=lambda qs, m, a: qs[1 // 0])
         with pytest.raises(InvalidArgumentError, match="selector returned None"):
             await p.send(Message.build("Sel", b"x"), selector=lambda qs, m, a: None)  # type: ignore[arg-type,return-value]
         raw = await admin_pull_all(cluster, q2)

@@ -104,3 +104,17 @@ def test_no_commit_view() -> None:
     assert v.read_memory(Q0) == -1
     v.update_offset(Q0, 4, increase_only=True)  # delegated
     assert s.read_memory(Q0) == 4
+
+
+async def test_overlapping_persists_lose_no_queue(tmp_path: Path) -> None:
+    """A periodic persist_all and rebalance persists run in threads at once: every queue's last
+    offset reaches the file (read-merge-write is serialised; one .tmp path is shared)."""
+    import asyncio
+
+    store = LocalOffsetStore("cid", "g", tmp_path)
+    mqs = [MessageQueue("T", "b", i) for i in range(16)]
+    for round_ in range(5):
+        for i, mq in enumerate(mqs):
+            store.update_offset(mq, 100 * round_ + i, increase_only=False)
+        await asyncio.gather(store.persist_all(mqs[:8]), *(store.persist(mq) for mq in mqs[8:]), store.persist_all(mqs[4:12]))
+    assert store.read_file() == {mq: 400 + i for i, mq in enumerate(mqs)}

@@ -260,7 +260,7 @@ class AdminProcessor:
         Mirrors ``AdminBrokerProcessor.consumeMessageDirectly``: ext fields ``brokerName`` (this
         broker), ``topicSysFlag`` / ``groupSysFlag`` (when the topic / group is known) are added;
         the body is the record at the commit-log offset of the offset msg id ``msgId`` (none when
-        it does not decode or nothing is stored there, as Java forwards regardless).
+        the id does not decode, as Java); SYSTEM_ERROR when nothing is stored at that offset.
         """
         b = self.broker
         h = decode_header(ConsumeMessageDirectlyResultRequestHeader, cmd)
@@ -277,9 +277,12 @@ class AdminProcessor:
         body: bytes | None = None
         try:
             _, offset = pm.decode_offset_msg_id(h.msg_id or "")
-            body = self._record_at(offset)
         except (InvalidArgumentError, ValueError):
-            body = None
+            pass  # Java: an undecodable host is swallowed and the request forwarded without a body
+        else:
+            body = self._record_at(offset)
+            if body is None:  # Java: selectOneMessageByOffset null → NPE → SYSTEM_ERROR
+                return error(cmd, ResponseCode.SYSTEM_ERROR, f"no message stored at commit-log offset {offset}")
         return await self._call_consumer(cmd, h.consumer_group, h.client_id, ext=ext, body=body)  # type: ignore[arg-type]
 
     async def _call_consumer(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
@@ -72,6 +73,7 @@ class LocalOffsetStore:
     def __init__(self, client_id: str, group: str, base_dir: str | os.PathLike[str] | None = None) -> None:
         self.path = local_offsets_path(client_id, group, base_dir)
         self._table: dict[MessageQueue, int] = {}
+        self._file_lock = threading.Lock()
 
     # -------------------------------------------------------------- file I/O
 
@@ -140,13 +142,13 @@ class LocalOffsetStore:
         self.update_offset(mq, stored, increase_only=False)
         return stored
 
-    def _merge_into_file(self, mqs: Iterable[MessageQueue]) -> bool:
-        """Read the file, put the in-memory offsets of ``mqs`` into it, write it back."""
-        table = self.read_file()
-        for mq in mqs:
-            if mq in self._table:
-                table[mq] = self._table[mq]
-        return self.write_file(table)
+    def _merge_into_file(self, offsets: dict[MessageQueue, int]) -> bool:
+        """Read the file, put ``offsets`` into it, write it back (one writer at a time: a
+        periodic ``persist_all`` and a rebalance's ``persist`` may overlap in threads)."""
+        with self._file_lock:
+            table = self.read_file()
+            table.update(offsets)
+            return self.write_file(table)
 
     async def persist(self, mq: MessageQueue, *, oneway: bool = False) -> None:
         """Write ``mq``'s offset into the file (no error raised).
@@ -155,7 +157,7 @@ class LocalOffsetStore:
         entry replaced, so the offsets of other queues in it are kept.
         """
         if mq in self._table:
-            await asyncio.to_thread(self._merge_into_file, [mq])
+            await asyncio.to_thread(self._merge_into_file, {mq: self._table[mq]})
 
     async def persist_all(self, mqs: Iterable[MessageQueue], *, oneway: bool = True) -> None:
         """Write the offsets of ``mqs`` into the file (``persistAll``); nothing when empty.
@@ -165,7 +167,7 @@ class LocalOffsetStore:
         queue missing from the route for a while) keep their offsets for a later restart; the
         in-memory table is not pruned (``removeOffset`` does that).
         """
-        keep = [mq for mq in set(mqs) if mq in self._table]
+        keep = {mq: self._table[mq] for mq in set(mqs) if mq in self._table}  # values taken on the loop
         if keep:
             await asyncio.to_thread(self._merge_into_file, keep)
 

@@ -34,9 +34,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, MutableMapping
+from collections.abc import Callable, Coroutine, Iterable, MutableMapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ...errors import BrokerError, InvalidArgumentError, RocketMQError
 from ...protocol.bodies.heartbeat import SubscriptionData
@@ -373,20 +373,20 @@ class PopConsumeService:
         self.consumed_failed += len(msgs) - ack - 1
         self.stats.inc_consume_ok_tps(self._group, req.mq.topic, ack + 1)
         self.stats.inc_consume_failed_tps(self._group, req.mq.topic, len(msgs) - ack - 1)
-        for m in msgs[: ack + 1]:
-            await self._ack(m)
-            req.pq.ack()
+        calls: list[Coroutine[Any, Any, None]] = [self._ack(m) for m in msgs[: ack + 1]]
         for m in msgs[ack + 1 :]:
-            req.pq.ack()
             if m.reconsume_times >= self._max_times:
                 level = max_reconsume_decision(self._now_ms(), m.born_timestamp)
                 if level is None:
                     log.warning("consume too many times, ack group=%s msg=%s", self._group, m.msg_id)
-                    await self._ack(m)
+                    calls.append(self._ack(m))
                 else:
-                    await self._change_invisible(m, level)
+                    calls.append(self._change_invisible(m, level))
                 continue
-            await self._change_invisible(m, ctx.delay_level_when_next_consume)
+            calls.append(self._change_invisible(m, ctx.delay_level_when_next_consume))
+        await asyncio.gather(*calls)  # Java fires them asynchronously: one round trip per batch, not per message
+        for _ in msgs:
+            req.pq.ack()
 
     async def ack(self, msg: MessageExt) -> None:
         """ACK_MESSAGE for a message consumed (or filtered) outside a consume request; errors logged."""
@@ -521,10 +521,10 @@ class PopLoop:
         kept = [m for m in kept if m.reconsume_times <= max_times]
         if len(kept) != len(msgs):
             keep_ids = {id(m) for m in kept}
-            for m in msgs:
-                if id(m) not in keep_ids:
-                    log.info("pop: ack without consumption (filtered or over %d retries) group=%s msg=%s", max_times, self._group, m.msg_id)
-                    await self._service.ack(m)
+            dropped = [m for m in msgs if id(m) not in keep_ids]
+            for m in dropped:
+                log.info("pop: ack without consumption (filtered or over %d retries) group=%s msg=%s", max_times, self._group, m.msg_id)
+            await asyncio.gather(*(self._service.ack(m) for m in dropped))
         return kept
 
 
@@ -605,11 +605,21 @@ class PopConsumption:
             self.drop(mq)
         self.probe.retain(keep)
 
+    def stop_popping(self) -> None:
+        """Cancel every pop loop; the queues stay live so batches already popped still get
+        their ack / change-invisible-time (a dropped queue's results are discarded)."""
+        for req in self.queues.values():
+            if req.task is not None and req.task is not asyncio.current_task():
+                req.task.cancel()
+
     async def close(self) -> None:
-        """Drop every queue and wait for the batches being consumed."""
+        """Stop popping, wait for the batches being consumed (acked as usual), then drop every
+        queue. Java's 5.3.3 shutdown never stops its POP service; this is the graceful order its
+        pull path follows (consume service first, then ``rebalanceImpl.destroy``)."""
+        self.stop_popping()
+        await self.service.close()
         for mq in list(self.queues):
             self.drop(mq)
-        await self.service.close()
 
 
 def update_pop_retry_subscription(

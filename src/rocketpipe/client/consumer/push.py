@@ -547,6 +547,8 @@ class PushConsumer:
         for req in list(self._queues.values()):
             if req.task is not None:
                 req.task.cancel()
+        if self._pop is not None:
+            self._pop.stop_popping()  # nothing new is popped while the in-flight batches finish
         if self._dispatcher is not None:
             await self._dispatcher.close()
         if self._pop is not None:

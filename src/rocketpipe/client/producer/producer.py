@@ -373,7 +373,14 @@ class Producer:
             return await self._send_with_retries(msg.topic, body, sys_flag, msg.flag, msg.properties, msg.unique_key or "", False, timeout)
         if selector is not None:
             queues, _ = await self._publish_queues(msg.topic)
-            queue = selector(queues, msg, arg)
+            if not queues:
+                raise TopicNotExistError(f"no writable queue of topic {msg.topic!r} to select from")
+            try:
+                queue = selector(queues, msg, arg)
+            except InvalidArgumentError:
+                raise
+            except Exception as exc:  # sendSelectImpl: "select message queue threw exception."
+                raise InvalidArgumentError(f"the queue selector raised {type(exc).__name__}: {exc}") from exc
             if not isinstance(queue, MessageQueue) or queue.topic != msg.topic:
                 raise InvalidArgumentError(f"selector returned {queue!r}, not one of the {len(queues)} queues of {msg.topic!r}")
         assert queue is not None
