@@ -1,8 +1,8 @@
 """Consume statistics over real TCP: GET_CONSUMER_RUNNING_INFO (307) reports the pull / consume
 RT and TPS and the failed counts of ``ConsumerStatsManager`` in its ``statusTable``.
 
-The broker's part (it forwards 307 from an admin tool) is played with the connection the client
-opened to the broker, as in ``test_client_reset_inbound.py``."""
+Asked as ``mqadmin consumerStatus`` does: ``Admin.get_consumer_running_info`` → the broker →
+the client's connection."""
 
 from __future__ import annotations
 
@@ -22,9 +22,6 @@ from rocketpipe import (
 )
 from rocketpipe.client.consumer.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from rocketpipe.protocol.bodies.consumer import ConsumerRunningInfo
-from rocketpipe.protocol.codes import RequestCode, ResponseCode
-from rocketpipe.protocol.command import RemotingCommand
-from rocketpipe.protocol.headers.consumer import GetConsumerRunningInfoRequestHeader
 from rocketpipe.testing.cluster import LocalCluster
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
@@ -32,12 +29,9 @@ LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
 
 
 async def running_info(c: LocalCluster, consumer: PushConsumer) -> ConsumerRunningInfo:
-    chans = c.broker.clients.channels_of(consumer.group)
-    assert len(chans) == 1
-    h = GetConsumerRunningInfoRequestHeader(consumer_group=consumer.group, client_id=consumer.client_id)
-    resp = await chans[0].request(RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, h.to_ext_fields()), 10)  # type: ignore[attr-defined]
-    assert resp.code == ResponseCode.SUCCESS
-    return ConsumerRunningInfo.decode(bytes(resp.body))
+    """GET_CONSUMER_RUNNING_INFO through the broker (what ``mqadmin consumerStatus`` does)."""
+    async with Admin(c.namesrv_addr) as admin:
+        return await admin.get_consumer_running_info(consumer.group, consumer.client_id)
 
 
 async def send_all(c: LocalCluster, topic: str, queues: int, n: int) -> None:
