@@ -173,6 +173,11 @@ class Broker:
 
     # ------------------------------------------------------------------ paths
     @property
+    def pool(self) -> ConnectionPool:
+        """The broker's outbound connections (name servers: registration, route lookups)."""
+        return self._pool
+
+    @property
     def config_dir(self) -> Path:
         """``<store_dir>/config`` (topics, groups, offsets, delay progress)."""
         return Path(self.config.store_dir) / "config"

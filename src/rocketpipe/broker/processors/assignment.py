@@ -48,7 +48,7 @@ from ...protocol.command import RemotingCommand
 from ...protocol.headers.route import GetRouteInfoRequestHeader
 from ...protocol.message import MessageQueue
 from ...store.json_file import load_json, save_json
-from ...transport import Connection, ConnectionPool, Router
+from ...transport import Connection, Router
 from ..request_mode import REQUEST_MODE_FILE, RETRY_PREFIX, AssignmentConfig, RequestModeTable, do_load_balance, effective_mode
 from .common import error
 
@@ -87,7 +87,6 @@ class AssignmentProcessor:
         self.config = config or AssignmentConfig()
         self.table = RequestModeTable()
         self._routes: dict[str, tuple[float, set[MessageQueue]]] = {}
-        self._pool: ConnectionPool | None = None
         self._save_lock = asyncio.Lock()
 
     def register(self, router: Router) -> None:
@@ -126,10 +125,7 @@ class AssignmentProcessor:
                 raise
 
     async def close(self) -> None:
-        """Close the name-server connections; write the table if a write failed earlier."""
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
+        """Write the table if a write failed earlier (the name-server connections are the broker's)."""
         if self.table.dirty:
             try:
                 await self.persist()
@@ -228,11 +224,9 @@ class AssignmentProcessor:
         return {MessageQueue(topic, self.broker.config.broker_name, i) for i in range(tc.read_queue_nums)}
 
     async def _fetch_route(self, addr: str, topic: str) -> TopicRouteData | None:
-        if self._pool is None:
-            self._pool = ConnectionPool()
         req = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=topic).to_ext_fields())
         try:
-            resp = await self._pool.request(addr, req, _ROUTE_TIMEOUT_S)
+            resp = await self.broker.pool.request(addr, req, _ROUTE_TIMEOUT_S)  # the broker's own name-server connections
         except (RocketMQError, OSError) as exc:
             log.info("query assignment: route lookup failed namesrv=%s topic=%s error=%s", addr, topic, exc)
             return None

@@ -182,10 +182,8 @@ class ListenerRunner(Generic[StatusT]):
         """Call a plain-function listener once per ``(msgs, ctx)`` with one thread-pool hop for
         all of them (each call timed on its own); same outcome rules as :meth:`call`.
 
-        For ``async def`` listeners the calls are simply made one after the other.
+        An awaitable returned by the listener is awaited on the loop and its time added.
         """
-        if self.is_async:
-            return [await self.call(msgs, ctx) for msgs, ctx in calls]
         listener = self._listener
 
         def run_all() -> list[tuple[bool, object, float]]:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Coroutine, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -472,7 +471,8 @@ class PopLoop:
         sub = self._sub_of(req.mq.topic)
         if sub is None:
             return s.pull_time_delay_when_exception
-        begin = time.monotonic()
+        loop = asyncio.get_running_loop()
+        begin = loop.time()
         try:
             addr = await self._rt.find_master_addr(req.mq.broker_name, req.mq.topic)
             result = await pop_message(
@@ -500,7 +500,7 @@ class PopLoop:
             return s.pull_time_delay_when_exception
         if result.status is PopStatus.FOUND:
             stats = self._service.stats
-            stats.inc_pull_rt(self._group, req.mq.topic, (time.monotonic() - begin) * 1000)
+            stats.inc_pull_rt(self._group, req.mq.topic, (loop.time() - begin) * 1000)  # as PullLoop
             msgs = await self._filter(list(result.msg_found_list), sub)
             if msgs and not req.pq.dropped:
                 stats.inc_pull_tps(self._group, req.mq.topic, len(msgs))
