@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 DEMO_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: demo test interop venv bench clean
+.PHONY: demo test interop venv bench bench-restart clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,14 @@ bench: $(STAMP)
 	  || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q redis-server >/dev/null 2>&1) \
 	  || echo "redis-server could not be installed; the Redis peer will be reported as not measured"
 	$(PY) bench/produce_consume.py $(BENCH_ARGS)
+	@echo "restart time vs store size (clean and after SIGKILL): make bench-restart"
+
+# Restart time of `rocketpipe serve` vs store size (1 KiB messages), after a clean stop and after
+# SIGKILL mid-send, plus put throughput with the key index on/off; prints a table. Default sizes
+# 100k,1M; the issue's full set: `make bench-restart RESTART_ARGS="--sizes 100k,1M,3M"` (~4 GB).
+RESTART_ARGS ?=
+bench-restart: $(STAMP)
+	$(PY) bench/restart.py $(RESTART_ARGS)
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

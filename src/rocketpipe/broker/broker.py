@@ -18,7 +18,9 @@ background loops in one :class:`asyncio.TaskGroup`:
   when changed (all again on close); never two writes of one file at once;
 * ``_flush_loop`` — commit log every ``flush_interval_commit_log_ms`` (least pages / thorough
   interval), consume queues + checkpoint every ``flush_interval_consume_queue_ms``, in a worker
-  thread; plus the SYNC_FLUSH group commit (:mod:`.flush`, commit log only).
+  thread; plus the SYNC_FLUSH group commit (:mod:`.flush`, commit log only);
+* ``_clean_loop`` — retention and the disk-full flag every ``clean_resource_interval``
+  (:mod:`rocketpipe.store.clean`; ``statvfs`` in a thread, deletions on the loop).
 
 Mirrors ``BrokerController``. The event-loop thread owns every table; only the store's
 ``flush``/``load``/``close`` and JSON file writes run in worker threads. Imports L0–L2 only
@@ -48,9 +50,11 @@ from ..protocol.command import RemotingCommand
 from ..protocol.headers.consumer import NotifyConsumerIdsChangedRequestHeader
 from ..protocol.headers.route import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
 from ..store import MessageInner, MessageStore, PutResult, StoreConfig
-from ..store.json_file import load_json, save_json
-from ..transport import Connection, ConnectionPool, RemotingServer, Router
+from ..store.clean import CleanCommitLogService
+from ..store.json_file import save_json
+from ..transport import Connection, ConnectionPool, RemotingServer, Router, ServerLimits
 from ..transport.periodic import periodic
+from . import metadata
 from .config import BrokerConfig
 from .filter.manager import ConsumerFilterManager
 from .flush import GroupCommit
@@ -118,6 +122,15 @@ class Broker:
                 flush_interval_consume_queue_ms=config.flush_interval_consume_queue_ms,
                 sync_flush_timeout_ms=config.sync_flush_timeout_ms,
                 message_delay_level=config.message_delay_level,
+                disk_max_used_space_ratio=config.disk_max_used_space_ratio,
+                disk_space_warning_level_ratio=config.disk_space_warning_level_ratio,
+                disk_space_clean_forcibly_ratio=config.disk_space_clean_forcibly_ratio,
+                file_reserved_time=config.file_reserved_time,
+                delete_when=config.delete_when,
+                clean_file_forcibly_enable=config.clean_file_forcibly_enable,
+                delete_commit_log_files_interval=config.delete_commit_log_files_interval,
+                clean_resource_interval=config.clean_resource_interval,
+                destroy_mapped_file_interval_forcibly=config.destroy_mapped_file_interval_forcibly,
                 **store_kwargs,
             ),
             clock,
@@ -147,9 +160,11 @@ class Broker:
         self.pop = install_pop(self)
         self.assignment = AssignmentProcessor(self)  # QUERY_ASSIGNMENT / SET_ / GET_ALL_MESSAGE_REQUEST_MODE
         self.assignment.register(self.router)
-        self.server = RemotingServer(self.router, config.host, config.listen_port)
+        self.server = RemotingServer(self.router, config.host, config.listen_port, limits=ServerLimits.from_config(config))
         self.server.add_close_callback(self._on_channel_closed)
         self._pool = ConnectionPool()
+        #: retention and disk-full checks (``CleanCommitLogService``), run by ``_clean_loop``
+        self.clean_service = CleanCommitLogService(self.store, clock)
         # group commit syncs the commit log only; consume queues + checkpoint are _flush_loop's job
         self.group_commit = GroupCommit(
             functools.partial(self.store.flush, consume_queues=False), config.sync_flush_timeout_ms / 1000.0
@@ -194,6 +209,10 @@ class Broker:
 
         Raises:
             OSError: the port cannot be bound or the store directory is unusable.
+            MetadataError: a ``config/*.json`` file and its ``.bak`` are both unusable and
+                ``recover_metadata`` is False (:mod:`rocketpipe.backup_file`; the message names
+                every such file).
+            StoreFileError: a commit-log file is missing from the middle of the sequence.
             RuntimeError: already started.
         """
         if self._started:
@@ -202,13 +221,31 @@ class Broker:
         self.config_dir.mkdir(parents=True, exist_ok=True)
         now = self.clock.now_ms()
         self.topics.create_system_topics(now)
-        self.topics.load_json(await asyncio.to_thread(load_json, self._path("topics.json")))
-        self.groups_config.load_json(await asyncio.to_thread(load_json, self._path("subscriptionGroup.json")))
-        self.offsets.load_json(await asyncio.to_thread(load_json, self._path("consumerOffset.json")))
-        delay = ScheduleDelivery.offsets_from_json(await asyncio.to_thread(load_json, self._path("delayOffset.json")))
+        # metadata files (:mod:`.metadata`): .bak when a file is bad; topics rebuilt from the
+        # consume queues; any other file without a usable copy stops the start (all are checked
+        # first, so one error names them all) unless recover_metadata
+        recover = self.config.recover_metadata
+        errors: list[metadata.MetadataError] = []
+        topics_read = await asyncio.to_thread(metadata.read_topics, self._path("topics.json"), self.store.config.root_dir)
+        groups, offsets, delay_obj = [
+            await metadata.attempt(errors, asyncio.to_thread(metadata.load_file, self._path(name), shape, recover=recover, what=what))
+            for name, shape, what in (
+                ("subscriptionGroup.json", self.groups_config.JSON_SHAPE, "subscription groups"),
+                ("consumerOffset.json", self.offsets.JSON_SHAPE, "consumer offsets"),
+                ("delayOffset.json", metadata.DELAY_OFFSET_SHAPE, "delay progress"),
+            )
+        ]
+        await metadata.attempt(errors, self.pop.load())  # popCheckpoint.json
+        await metadata.attempt(errors, self.assignment.load())  # messageRequestMode.json
+        if errors:
+            self._closed = True  # close() must not write empty tables over the files the operator has to see
+            metadata.raise_collected(errors)
+        metadata.apply_topics(self.topics, topics_read, now)
+        self.groups_config.load_json(groups)
+        self.offsets.load_json(offsets)
+        delay = ScheduleDelivery.offsets_from_json(delay_obj)
         self.schedule.offsets.update(delay)
         self._persisted_delay = dict(delay)
-        await self.assignment.load()  # messageRequestMode.json
         await asyncio.to_thread(self.store.load)
         await self.pop.start()
         self.address = await self.server.start()
@@ -268,6 +305,7 @@ class Broker:
             tg.create_task(self._persist_loop(), name="broker-persist")
             tg.create_task(self._flush_loop(), name="broker-flush")
             tg.create_task(self._stats_loop(), name="broker-stats")
+            tg.create_task(self._clean_loop(), name="broker-clean")
             if self.config.flush_disk_type == "SYNC_FLUSH":
                 tg.create_task(self.group_commit.run(), name="broker-group-commit")
             self._ready.set()
@@ -480,6 +518,28 @@ class Broker:
             self.stats.sample(self.clock.now_ms())
 
         await self._periodic("stats", 1.0, step)  # StoreStatsService: one sample a second
+
+    async def _clean_loop(self) -> None:
+        """``CleanCommitLogService`` every ``clean_resource_interval`` ms.
+
+        ``statvfs`` runs in a worker thread; deletions run here on the loop thread (reads do),
+        one file at a time with ``delete_commit_log_files_interval`` ms between them. After
+        deleting, the disk is measured again so refused puts resume without waiting a period.
+        """
+        svc = self.clean_service
+        scfg = self.store.config
+        pause_s = scfg.delete_commit_log_files_interval / 1000.0
+
+        async def step() -> None:
+            deleted = 0
+            for _ in svc.deletions(svc.plan(await asyncio.to_thread(svc.measure))):
+                deleted += 1
+                if pause_s > 0:
+                    await asyncio.sleep(pause_s)
+            if deleted:
+                svc.check_disk_space(await asyncio.to_thread(svc.measure))
+
+        await self._periodic("clean", scfg.clean_resource_interval / 1000.0, step)
 
     async def _schedule_loop(self) -> None:
         async def step() -> None:

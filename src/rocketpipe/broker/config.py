@@ -67,6 +67,36 @@ class BrokerConfig:
         trace_on: returned as ``TRACE_ON`` on send responses.
         enable_property_filter: accept SQL92 subscriptions (``enablePropertyFilter``, default
             false: SQL92 pulls answer SYSTEM_ERROR and CHECK_CLIENT_CONFIG rejects them).
+        disk_max_used_space_ratio: percent of the store's filesystem past which expired files
+            are deleted before their time (``diskMaxUsedSpaceRatio``, 75).
+        disk_space_warning_level_ratio: percent of the filesystem past which puts are refused as
+            disk full (5.x ``diskSpaceWarningLevelRatio``, 90; 4.x had the system property 0.90;
+            clamped to 35..90 as Java does).
+        disk_space_clean_forcibly_ratio: percent past which the oldest files are deleted even when
+            not expired, if ``clean_file_forcibly_enable`` (5.x ``diskSpaceCleanForciblyRatio``, 85;
+            clamped to 30..85).
+        file_reserved_time: hours a commit-log file is kept after its last write (``fileReservedTime``, 72).
+        delete_when: hours of the day, ``"04"`` or ``"01;04"``, at which expired files are deleted
+            (``deleteWhen``).
+        clean_file_forcibly_enable: delete unexpired files when the disk is nearly full
+            (``cleanFileForciblyEnable``).
+        delete_commit_log_files_interval: pause between two deleted commit-log files, ms
+            (5.x ``deleteCommitLogFilesInterval``, 100; 4.x ``deletePhysicFilesInterval``).
+        clean_resource_interval: period of the clean service, ms (``cleanResourceInterval``, 10 000).
+        destroy_mapped_file_interval_forcibly: how long a deleted file may stay mapped by readers, ms
+            (``destroyMapedFileIntervalForcibly``, 120 000).
+        server_channel_max_idle_time_seconds: close a connection that sent nothing for this long, s
+            (``serverChannelMaxIdleTimeSeconds``, 120; 0 = never).
+        server_max_connections: accepted connections at once; more are closed at accept.
+        server_max_pending_frame_bytes: bytes one connection may buffer for an incomplete frame
+            (a frame may be at most 16 MiB, Java's ``frameMaxLength``).
+        server_max_pending_bytes_total: bytes all connections together may buffer for incomplete
+            frames; past it the connection holding most is closed first.
+        server_warning_interval_seconds: at most one warning line per cause per this many seconds
+            (with the count of the events it stands for).
+        recover_metadata: start even when a ``config/*.json`` file and its ``.bak`` are both
+            unreadable (their state starts empty, the bad files are kept aside); without it the
+            broker refuses to start.
 
     Raises:
         InvalidArgumentError: an invalid flush type, delay level string or negative period.
@@ -106,6 +136,24 @@ class BrokerConfig:
     region_id: str = "DefaultRegion"
     trace_on: bool = True
     enable_property_filter: bool = False
+    # --- disk space and retention (MessageStoreConfig; forwarded to StoreConfig) ---
+    disk_max_used_space_ratio: int = 75
+    disk_space_warning_level_ratio: int = 90
+    disk_space_clean_forcibly_ratio: int = 85
+    file_reserved_time: int = 72
+    delete_when: str = "04"
+    clean_file_forcibly_enable: bool = True
+    delete_commit_log_files_interval: int = 100
+    clean_resource_interval: int = 10_000
+    destroy_mapped_file_interval_forcibly: int = 120_000
+    # --- connection limits (NettyServerConfig; used by the transport server) ---
+    server_channel_max_idle_time_seconds: int = 120
+    server_max_connections: int = 4096
+    server_max_pending_frame_bytes: int = 16 * 1024 * 1024 + 1024
+    server_max_pending_bytes_total: int = 256 * 1024 * 1024
+    server_warning_interval_seconds: int = 60
+    # --- metadata files ---
+    recover_metadata: bool = False
 
     def __post_init__(self) -> None:
         if self.flush_disk_type not in ("ASYNC_FLUSH", "SYNC_FLUSH"):

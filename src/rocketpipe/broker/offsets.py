@@ -2,14 +2,15 @@
 
 Mirrors ``ConsumerOffsetManager``: an offset is the **next** message to consume; commits
 overwrite unconditionally; unknown entries query as -1. Persistence (``config/consumerOffset.json``)
-is done by the broker through ``rocketpipe.store.json_file``; this module only converts to and
-from the JSON object. Pure, no I/O.
+is done by the broker through ``rocketpipe.store.json_file`` and :mod:`.metadata` (a file
+without ``JSON_SHAPE``'s keys counts as bad); this module only converts to and from the JSON
+object. Pure, no I/O.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, ClassVar
 
 log = logging.getLogger(__name__)
 
@@ -18,6 +19,9 @@ TOPIC_GROUP_SEPARATOR = "@"
 
 class ConsumerOffsets:
     """Committed consumer offsets, owned by the event-loop thread."""
+
+    #: required top-level keys of ``consumerOffset.json`` (a file without them counts as bad)
+    JSON_SHAPE: ClassVar[dict[str, type]] = {"offsetTable": dict}
 
     def __init__(self) -> None:
         self._table: dict[str, dict[int, int]] = {}

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from ..errors import InvalidArgumentError, ProtocolError
 from ..protocol.bodies.assignment import MessageModel, MessageRequestMode, SetMessageRequestModeRequestBody
@@ -92,6 +92,9 @@ class RequestModeTable:
     Attributes:
         dirty: True after a change not yet persisted.
     """
+
+    #: required top-level keys of ``messageRequestMode.json`` (a file without them counts as bad)
+    JSON_SHAPE: ClassVar[dict[str, type]] = {"messageRequestModeMap": dict}
 
     def __init__(self) -> None:
         self._map: dict[str, dict[str, SetMessageRequestModeRequestBody]] = {}

@@ -4,7 +4,9 @@ Mirrors ``TopicConfigManager`` (``createTopicInSendMessageMethod``,
 ``createTopicInSendMessageBackMethod``, ``updateTopicConfig``), ``TopicValidator`` and
 ``DataVersion``. The table is plain state owned by the event loop; persistence to
 ``config/topics.json`` is done by the broker with ``rocketpipe.store.json_file`` using
-:meth:`TopicTable.to_json` / :meth:`TopicTable.load_json`. Imports protocol constants only.
+:meth:`TopicTable.to_json` / :meth:`TopicTable.load_json` (read at start by
+:mod:`.metadata`, which checks ``JSON_SHAPE`` and rebuilds lost topics from the consume
+queues). Imports protocol constants only.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from ..protocol import sysflag as sf
 from ..protocol.names import AUTO_CREATE_TOPIC_KEY_TOPIC as AUTO_CREATE_TOPIC_KEY_TOPIC
@@ -169,6 +171,8 @@ class TopicTable:
     topics: dict[str, TopicConfig] = field(default_factory=dict)
     data_version: DataVersion = field(default_factory=DataVersion)
     dirty: bool = False
+    #: required top-level keys of ``topics.json`` (a file without them counts as bad)
+    JSON_SHAPE: ClassVar[dict[str, type]] = {"topicConfigTable": dict}
 
     def create_system_topics(self, now_ms: int) -> None:
         """Create the topics a Java broker creates at start (``TopicConfigManager`` ctor)."""
@@ -337,6 +341,8 @@ class SubscriptionGroupTable:
     auto_create: bool = True
     groups: dict[str, SubscriptionGroupConfig] = field(default_factory=dict)
     dirty: bool = False
+    #: required top-level keys of ``subscriptionGroup.json``
+    JSON_SHAPE: ClassVar[dict[str, type]] = {"subscriptionGroupTable": dict}
 
     def find(self, group: str) -> SubscriptionGroupConfig | None:
         """Return the group's config, auto-creating it when allowed (``findSubscriptionGroupConfig``)."""

@@ -17,7 +17,9 @@ Commands served (remoting-protocol.md §3.1, §6.1):
   ``GET_KVLIST_BY_NAMESPACE`` (219), in memory only;
 * anything else: ``REQUEST_CODE_NOT_SUPPORTED``.
 
-A broker's connection closing removes it at once (``BrokerHousekeepingService``).
+A broker's connection closing removes it at once (``BrokerHousekeepingService``). Connections
+are bounded as the broker's are (:class:`~rocketpipe.transport.limits.ServerLimits`: idle timeout,
+maximum connections, bytes held for incomplete frames, rate-limited warnings).
 Mirrors ``NamesrvController`` + ``DefaultRequestProcessor`` / ``ClientRequestProcessor``.
 
 Imports: stdlib asyncio, :mod:`rocketpipe.clock`, :mod:`rocketpipe.errors`,
@@ -52,6 +54,7 @@ from ..protocol.headers.route import (
     UnRegisterBrokerRequestHeader,
 )
 from ..transport import Connection, RemotingServer, Router
+from ..transport.limits import ServerLimits
 from .routes import RouteTable
 
 __all__ = ["NameServer"]
@@ -87,6 +90,8 @@ class NameServer:
             its registration carries ``heartbeatTimeoutMillis`` (Java 120 s).
         scan_interval_s: seconds between expiry scans (Java ``scanNotActiveBrokerInterval``,
             5 s).
+        limits: connection limits (default ``ServerLimits()``: the broker's defaults, idle
+            timeout 120 s as Java's ``serverChannelMaxIdleTimeSeconds``).
 
     Attributes:
         routes: the route table (inspect it in tests).
@@ -100,6 +105,7 @@ class NameServer:
         clock: Clock = SYSTEM_CLOCK,
         broker_expiry_s: float = 120.0,
         scan_interval_s: float = 5.0,
+        limits: ServerLimits | None = None,
     ) -> None:
         self._clock = clock
         self._scan_interval_s = scan_interval_s
@@ -107,7 +113,7 @@ class NameServer:
         self._kv: dict[str, dict[str, str]] = {}
         self._router = Router()
         self._register_handlers()
-        self._server = RemotingServer(self._router, host, port)
+        self._server = RemotingServer(self._router, host, port, limits=limits)
         self._server.add_close_callback(self._on_connection_closed)
         self._runner: asyncio.Task[None] | None = None
         self._scan_wakeup = asyncio.Event()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 class PutStatus(enum.Enum):
@@ -143,3 +144,22 @@ class QueryResult:
     def buffer_total_size(self) -> int:
         """Sum of the record sizes, bytes."""
         return sum(len(b) for b in self.buffers)
+
+
+@dataclass(slots=True, frozen=True)
+class CommitLogFile:
+    """One commit-log segment as the clean service sees it (``MappedFile``).
+
+    Attributes:
+        path: the file.
+        start: commit-log offset of its first byte (``fileFromOffset``).
+        end: offset one past its last byte.
+        last_modified_ms: the file's mtime, ms since epoch (``getLastModifiedTimestamp``).
+        is_writing: it is the segment being appended to (never deleted).
+    """
+
+    path: Path
+    start: int
+    end: int
+    last_modified_ms: int
+    is_writing: bool

@@ -55,7 +55,7 @@ class StoreConfig:
     """Configuration of a :class:`~rocketpipe.store.MessageStore` (``MessageStoreConfig``).
 
     Attributes:
-        root_dir: ``storePathRootDir``; holds ``commitlog/``, ``consumequeue/``, ``keyindex/``,
+        root_dir: ``storePathRootDir``; holds ``commitlog/``, ``consumequeue/``, ``index/``,
             ``checkpoint`` and ``abort``.
         mapped_file_size_commit_log: commit-log segment size, bytes (1 GiB).
         mapped_file_size_consume_queue: consume-queue segment size, bytes; a multiple of 20
@@ -74,13 +74,26 @@ class StoreConfig:
         check_crc_on_recover: check body CRCs during recovery (true).
         message_delay_level: delay levels; used to rebuild SCHEDULE_TOPIC_XXXX tags codes
             (delivery times) on recovery.
-        message_index_enable: keep the key index (``keyindex/``) used by QUERY_MESSAGE (true).
+        message_index_enable: keep the key index (``index/``) used by QUERY_MESSAGE (true).
         max_msgs_num_batch: most messages one key query returns (64, ``maxMsgsNumBatch``).
         default_query_max_num: ``maxNum`` the broker uses for unique-key queries (32,
             ``defaultQueryMaxNum``).
         prefault_ahead_bytes: rocketpipe-only; map commit-log pages writable this many bytes
             ahead of the write offset with one ``MADV_POPULATE_WRITE`` call per chunk instead of
             one page fault per 4 KiB (0 = off; the Java analogue is ``warmMapedFileEnable``).
+        disk_max_used_space_ratio: percent of the filesystem past which expired commit-log files
+            are deleted outside ``delete_when`` (75, clamped 10..95 as Java).
+        disk_space_warning_level_ratio: percent past which puts are refused as disk full (5.x
+            ``diskSpaceWarningLevelRatio`` 90, clamped 35..90).
+        disk_space_clean_forcibly_ratio: percent past which unexpired files are deleted too, when
+            ``clean_file_forcibly_enable`` (5.x ``diskSpaceCleanForciblyRatio`` 85, clamped 30..85).
+        file_reserved_time: hours a commit-log file is kept after its last write (72).
+        delete_when: ``;``-separated hours of the day when expired files are deleted (``"04"``).
+        clean_file_forcibly_enable: allow deleting unexpired files when the disk is nearly full.
+        delete_commit_log_files_interval: pause between two deleted commit-log files, ms (100).
+        clean_resource_interval: period of the clean service, ms (10 000).
+        destroy_mapped_file_interval_forcibly: how long a deleted file may stay mapped for readers, ms
+            (120 000).
 
     Raises:
         InvalidArgumentError: a size, period or flush type is out of range (the message names
@@ -106,6 +119,15 @@ class StoreConfig:
     message_index_enable: bool = True
     max_msgs_num_batch: int = 64
     default_query_max_num: int = 32
+    disk_max_used_space_ratio: int = 75
+    disk_space_warning_level_ratio: int = 90
+    disk_space_clean_forcibly_ratio: int = 85
+    file_reserved_time: int = 72
+    delete_when: str = "04"
+    clean_file_forcibly_enable: bool = True
+    delete_commit_log_files_interval: int = 100
+    clean_resource_interval: int = 10_000
+    destroy_mapped_file_interval_forcibly: int = 120_000
 
     def __post_init__(self) -> None:
         if not isinstance(self.root_dir, Path):
@@ -135,6 +157,8 @@ class StoreConfig:
             "max_filter_message_size",
             "max_msgs_num_batch",
             "default_query_max_num",
+            "clean_resource_interval",
+            "file_reserved_time",
         ):
             if getattr(self, name) <= 0:
                 raise InvalidArgumentError(f"{name} must be positive, not {getattr(self, name)}")
@@ -142,6 +166,14 @@ class StoreConfig:
             raise InvalidArgumentError("prefault_ahead_bytes must be >= 0 (0 turns prefaulting off)")
         if self.flush_commit_log_least_pages < 0:
             raise InvalidArgumentError("flush_commit_log_least_pages must be >= 0")
+        if self.delete_commit_log_files_interval < 0 or self.destroy_mapped_file_interval_forcibly < 0:
+            raise InvalidArgumentError("delete_commit_log_files_interval and destroy_mapped_file_interval_forcibly must be >= 0")
+        for name in ("disk_max_used_space_ratio", "disk_space_warning_level_ratio", "disk_space_clean_forcibly_ratio"):
+            if not 0 < getattr(self, name) <= 100:
+                raise InvalidArgumentError(f"{name} is a percent in 1..100, not {getattr(self, name)}")
+        for hour in self.delete_when.split(";"):
+            if not hour.strip().isdigit() or not 0 <= int(hour) <= 23:
+                raise InvalidArgumentError(f"delete_when must be hours 0..23 separated by ';', like '04' or '01;04', not {self.delete_when!r}")
         parse_delay_levels(self.message_delay_level)
 
     @property

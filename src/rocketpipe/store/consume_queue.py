@@ -17,7 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
+from .commit_log import CommitLog
 from .config import CQ_STORE_UNIT_SIZE
+from .record_check import check_record, record_queue
 from .segments import SegmentedFile
 
 log = logging.getLogger(__name__)
@@ -38,7 +40,7 @@ class ConsumeQueue:
         file_size: bytes per segment (multiple of 20).
     """
 
-    __slots__ = ("topic", "queue_id", "files", "write_pos", "_unit_per_file")
+    __slots__ = ("topic", "queue_id", "files", "write_pos", "_unit_per_file", "_min_logic")
 
     def __init__(self, topic: str, queue_id: int, directory: Path, file_size: int) -> None:
         self.topic = topic
@@ -46,6 +48,7 @@ class ConsumeQueue:
         self.files = SegmentedFile(directory, file_size)
         self.write_pos = 0  # bytes; max offset = write_pos // 20
         self._unit_per_file = file_size // CQ_STORE_UNIT_SIZE
+        self._min_logic = 0  # first entry whose record is still in the commit log (minLogicOffset)
 
     # ------------------------------------------------------------------ offsets
 
@@ -56,8 +59,102 @@ class ConsumeQueue:
 
     @property
     def min_offset(self) -> int:
-        """First entry still present (``getMinOffsetInQueue``)."""
-        return self.files.min_offset // CQ_STORE_UNIT_SIZE
+        """First entry whose record is still stored (``getMinOffsetInQueue``)."""
+        return max(self.files.min_offset // CQ_STORE_UNIT_SIZE, self._min_logic)
+
+    def correct_min_offset(self, min_phy_offset: int) -> int:
+        """Move the min offset to the first entry whose record is at or past ``min_phy_offset``.
+
+        Mirrors ``ConsumeQueue.correctMinOffset`` after commit-log files were deleted (and at
+        load). Blank entries are passed over. Returns the new min offset.
+        """
+        pos = max(self.files.min_offset, self._min_logic * CQ_STORE_UNIT_SIZE)
+        while pos < self.write_pos:
+            seg = self.files.find(pos)
+            if seg is None:
+                break
+            end = min(seg.end, self.write_pos)
+            for phys, size, _ in _ENTRY.iter_unpack(seg.view[pos - seg.start : end - seg.start]):
+                if size != BLANK_ENTRY_SIZE and size > 0 and phys >= min_phy_offset:
+                    self._min_logic = pos // CQ_STORE_UNIT_SIZE
+                    return self._min_logic
+                pos += CQ_STORE_UNIT_SIZE
+        self._min_logic = self.write_pos // CQ_STORE_UNIT_SIZE
+        return self._min_logic
+
+    def delete_files_below(self, min_phy_offset: int) -> int:
+        """Delete files whose last entry's record is below ``min_phy_offset``; never the last file.
+
+        Mirrors ``MappedFileQueue.deleteExpiredFileByOffset``. Returns the number deleted.
+
+        Raises:
+            OSError: a file cannot be unlinked.
+        """
+        deleted = 0
+        files = self.files
+        while len(files.segments) > 1:
+            seg = files.segments[0]
+            phys, size, _ = _ENTRY.unpack_from(seg.view, seg.size - CQ_STORE_UNIT_SIZE)
+            if size != BLANK_ENTRY_SIZE and phys >= min_phy_offset:
+                break
+            files.delete_first()
+            deleted += 1
+        return deleted
+
+    def start_at(self, offset: int) -> None:
+        """Make an empty queue begin at queue ``offset`` (a rebuild whose first records are gone)."""
+        pos = offset * CQ_STORE_UNIT_SIZE
+        self.files.create_next(pos - pos % self.files.segment_size)
+        self.write_pos = pos
+        self._min_logic = offset
+
+    def check_samples(self, commit_log: CommitLog) -> str | None:
+        """Check the first and last entry of each file against the records they point to.
+
+        Returns:
+            None when they match (same topic, queue id and queue offset, and the record checks
+            out), else what is wrong — the caller rebuilds the queue from the commit log.
+        """
+        lo, hi = commit_log.min_offset, commit_log.write_offset
+        for seg in self.files.segments:
+            first = max(seg.start, self.min_offset * CQ_STORE_UNIT_SIZE)
+            last = min(seg.end, self.write_pos) - CQ_STORE_UNIT_SIZE
+            for pos in {first, last}:
+                if pos < first or pos > last:
+                    continue
+                phys, size, _ = _ENTRY.unpack_from(seg.view, pos - seg.start)
+                if size == BLANK_ENTRY_SIZE or (phys < lo and size > 0):
+                    continue  # a gap filler, or a record deleted by retention
+                qo = pos // CQ_STORE_UNIT_SIZE
+                buf = commit_log.read(phys, size) if size > 0 else None
+                if buf is None:
+                    return f"entry {qo} points at [{phys}, +{size}), outside the commit log [{lo}, {hi})"
+                reason = check_record(buf, 0, phys, size, check_crc=False)
+                if reason in ("bad magic", "bad size"):  # no record starts there: the entry is bad
+                    return f"entry {qo} does not match the commit log ({reason})"
+                if reason is None and (head := record_queue(buf)) != (self.topic, self.queue_id, qo):
+                    return f"entry {qo} points at a record of {head}"
+                # else the entry is right and the record damaged: reads skip it, the queue stays
+        return None
+
+    def ensure_capacity(self, entries: int) -> None:
+        """Create the files ``entries`` more entries will need, before anything is written.
+
+        The store calls this ahead of the commit-log append so that a full disk fails the put
+        as a whole instead of leaving a record without its consume-queue entry.
+
+        Raises:
+            OSError: a file cannot be created (ENOSPC: disk full).
+        """
+        end = self.write_pos + entries * CQ_STORE_UNIT_SIZE
+        files = self.files
+        last_end = files.segments[-1].end if files.segments else None
+        if last_end is None:
+            files.create_next(self.write_pos - self.write_pos % files.segment_size)
+            last_end = files.segments[-1].end
+        while last_end < end:
+            files.create_next(last_end)
+            last_end = files.segments[-1].end
 
     def roll_next_file(self, offset: int) -> int:
         """Queue offset of the first entry of the file after the one holding ``offset``."""
@@ -72,9 +169,7 @@ class ConsumeQueue:
             OSError: a new segment file cannot be created.
         """
         pos = self.write_pos
-        seg = self.files.segments[-1] if self.files.segments else None
-        if seg is None or pos >= seg.end:
-            seg = self.files.create_next(pos)
+        seg = self.files.find(pos) or self.files.create_next(pos)
         _ENTRY.pack_into(seg.view, pos - seg.start, phys, size, tags_code)
         self.write_pos = pos + CQ_STORE_UNIT_SIZE
 
@@ -87,11 +182,11 @@ class ConsumeQueue:
         pos = self.write_pos
         files = self.files
         pack = _ENTRY.pack_into
-        seg = files.segments[-1] if files.segments else None
+        seg = files.find(pos)
         try:
             for phys, size, code in entries:
                 if seg is None or pos >= seg.end:
-                    seg = files.create_next(pos)
+                    seg = files.find(pos) or files.create_next(pos)
                 pack(seg.view, pos - seg.start, phys, size, code)
                 pos += CQ_STORE_UNIT_SIZE
         finally:
@@ -145,6 +240,10 @@ class ConsumeQueue:
         """
         self.files.load()
         segs = self.files.segments
+        while len(segs) > 1 and _SIZE.unpack_from(segs[-1].view, 8)[0] <= 0:
+            # created ahead by ensure_capacity and never written: the end is in the file before
+            self.files.truncate(segs[-1].start)
+            segs = self.files.segments
         if not segs:
             self.write_pos = 0
             return

@@ -1,67 +1,42 @@
-"""Atomic JSON files for broker state (L2; stdlib + orjson).
+"""JSON metadata files of the broker, written and read with a backup (L2; stdlib + orjson).
 
-Mirrors ``MixAll.string2File``/``file2String`` as used by ``ConfigManager``: the previous content
-is kept as ``<name>.bak`` and used when the main file is missing or unreadable. Writes go to
-a temp file unique to the call (``<name>.<random>.tmp`` in the same directory), are fsynced,
-then ``os.replace``d over the file, so a crash leaves either the old or the new content and two
-concurrent saves never share (and steal) one temp file. Used by the broker for consumer
-offsets, topics, groups and delay progress.
+The write/read policy — temp file, fsync, the previous version kept as ``.bak``, rename (Java's
+``MixAll.string2File``); the ``.bak`` used for a bad file; :class:`MetadataError` when no copy is
+usable — is :mod:`rocketpipe.backup_file`'s, re-exported here. This module adds the JSON part:
+:func:`save_json`, :func:`json_shape` (a ``decode`` for JSON objects with required keys, so a
+file of the wrong shape counts as bad) and :func:`load_json`, the lenient reader kept for tools
+and tests (no side effects, None when nothing is readable). Used by the broker for topics,
+offsets, groups, delay progress, request modes and POP state.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import os
-import secrets
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-log = logging.getLogger(__name__)
+from ..backup_file import DECODE_ERRORS, Loaded, MetadataError, backup_path, read_with_backup, write_atomic
+
+__all__ = [
+    "DECODE_ERRORS",
+    "Loaded",
+    "MetadataError",
+    "backup_path",
+    "json_shape",
+    "load_json",
+    "read_with_backup",
+    "save_json",
+    "write_atomic",
+]
 
 
-def _read(path: Path) -> Any | None:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    if not data.strip():
-        return None
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        log.warning("file=%s is not valid JSON; trying the backup", path)
-        return None
-
-
-def load_json(path: str | Path) -> Any | None:
-    """Load ``path``, or ``path + '.bak'`` when the file is missing, empty or corrupt.
-
-    Returns:
-        The decoded value, or None when neither file holds valid JSON.
-
-    Raises:
-        OSError: a file exists but cannot be read.
-    """
-    p = Path(path)
-    value = _read(p)
-    if value is None:
-        value = _read(p.with_name(p.name + ".bak"))
-    return value
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+# ------------------------------------------------------------------------------------- writing
 
 
 def save_json(path: str | Path, obj: Any) -> None:
-    """Write ``obj`` to ``path`` atomically, keeping the previous content as ``path + '.bak'``.
+    """Write ``obj`` as indented JSON with :func:`write_atomic`.
 
     Args:
         path: target file; its directory is created if needed.
@@ -69,28 +44,72 @@ def save_json(path: str | Path, obj: Any) -> None:
 
     Raises:
         TypeError: ``obj`` is not serialisable (nothing is written).
-        OSError: writing or syncing failed (the old file is left in place).
+        OSError: see :func:`write_atomic`.
+    """
+    write_atomic(path, orjson.dumps(obj, option=orjson.OPT_INDENT_2))
+
+
+# ------------------------------------------------------------------------------------- reading
+
+
+def json_shape(required: Mapping[str, type | tuple[type, ...]]) -> Callable[[bytes], dict[str, Any]]:
+    """A ``decode`` for :func:`read_with_backup`: a JSON object with ``required`` keys of those types.
+
+    >>> json_shape({"offsetTable": dict})(b'{"offsetTable": {}}')
+    {'offsetTable': {}}
+    >>> json_shape({"offsetTable": dict})(b'[]')
+    Traceback (most recent call last):
+    ...
+    ValueError: wrong shape: a JSON array, not an object
+
+    The returned callable raises ValueError (``orjson.JSONDecodeError`` or a shape error).
+    """
+
+    def decode(data: bytes) -> dict[str, Any]:
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(f"not JSON ({exc})") from None
+        if not isinstance(obj, dict):
+            raise ValueError(f"wrong shape: a JSON {_kind(obj)}, not an object")
+        for key, kind in required.items():
+            if key not in obj:
+                raise ValueError(f"wrong shape: no {key!r}")
+            if not isinstance(obj[key], kind):
+                raise ValueError(f"wrong shape: {key!r} is a JSON {_kind(obj[key])}")
+        return obj
+
+    return decode
+
+
+def _kind(v: Any) -> str:
+    if isinstance(v, dict):
+        return "object"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, bool) or v is None:
+        return "literal"
+    return "number"
+
+
+def load_json(path: str | Path) -> Any | None:
+    """Lenient read: ``path``'s JSON, else its ``.bak``'s, else None. Renames nothing, logs nothing.
+
+    For tools and tests; the broker loads its files with :func:`read_with_backup`.
+
+    Raises:
+        OSError: a file exists but cannot be read.
     """
     p = Path(path)
-    data = orjson.dumps(obj, option=orjson.OPT_INDENT_2)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f"{p.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
+    for q in (p, backup_path(p)):
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        # keep the previous content: rename it (atomic); a crash before the next replace leaves
-        # the old state in .bak (load_json reads it) and the new one complete in the temp file
-        with contextlib.suppress(FileNotFoundError):  # first save, or a concurrent save moved it
-            os.replace(p, p.with_name(p.name + ".bak"))
-        os.replace(tmp, p)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(p.parent)
+            data = q.read_bytes()
+        except FileNotFoundError:
+            continue
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            continue
+    return None

@@ -14,12 +14,17 @@ with reads running in other threads.
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Final
+
+import orjson
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import ClientClosedError, InvalidArgumentError
@@ -35,12 +40,15 @@ from ..protocol.message import (
 )
 from ..protocol.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from ..protocol.names import SCHEDULE_TOPIC as SCHEDULE_TOPIC
-from .api import GetResult, GetStatus, MessageInner, PutResult, PutStatus, QueryResult
+from ..ratelog import RateLimitedLog
+from .api import CommitLogFile, GetResult, GetStatus, MessageInner, PutResult, PutStatus, QueryResult
 from .checkpoint import Checkpoint
 from .commit_log import END_FILE_MIN_BLANK_LENGTH, CommitLog
 from .config import CQ_STORE_UNIT_SIZE, StoreConfig
 from .consume_queue import BLANK_ENTRY_SIZE, ConsumeQueue
 from .index import KeyIndex, index_names, scan_commit_log
+from .json_file import save_json
+from .segments import StoreFileError
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +76,9 @@ class MessageStore:
         self.arrival_listener: Callable[[str, int, int], None] | None = None
         root = config.root_dir
         self._abort_path = root / "abort"
+        self._manifest_path = root / "consumequeue.json"  # max offset of every queue at the last clean stop
+        self._disk_full = False  # RunningFlags DISK_FULL: puts refused
+        self._disk_full_warn = RateLimitedLog(log, 60.0)
         self._checkpoint = Checkpoint(root / "checkpoint")
         self.commit_log = CommitLog(root / "commitlog", config.mapped_file_size_commit_log, config.prefault_ahead_bytes)
         self._cq_root = root / "consumequeue"
@@ -80,8 +91,8 @@ class MessageStore:
         self._closed = False
         self._id_prefixes: dict[str, str] = {}  # store host -> hex of its address bytes
         self._tag_codes: dict[str, int] = {}  # TAGS value -> tags code (bounded memo)
-        #: key index (``keyindex/``) behind :meth:`query_message`; None when disabled
-        self.index: KeyIndex | None = KeyIndex(root / "keyindex") if config.message_index_enable else None
+        #: key index (``index/``, Java's IndexService) behind :meth:`query_message`; None when disabled
+        self.index: KeyIndex | None = KeyIndex(root / "index") if config.message_index_enable else None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -95,14 +106,22 @@ class MessageStore:
     def load(self) -> None:
         """Open the files and recover (``DefaultMessageStore.load`` + ``recover``).
 
-        After a clean stop (no ``abort`` file, checkpoint agrees with the files) the files are
-        trusted. After a crash the commit log is scanned from the segment holding the checkpoint's
-        flushed offset, each record is validated, the torn tail is cut, and consume queues are
-        cut and rebuilt so that they reference exactly the recovered records. Then ``abort`` is
-        created; :meth:`close` removes it.
+        After a clean stop (no ``abort`` file, checkpoint agrees with the files, no file missing
+        or cut short) the files are trusted as they are; nothing is scanned. After a crash the
+        commit log is walked from the checkpoint's flushed offset (not the start of its segment):
+        each record is checked, damaged ranges that good records follow are skipped and
+        recorded, only a torn tail is cut, and consume queues are cut and re-dispatched so that
+        they reference exactly the recovered records. Records that were on disk are checked
+        again whenever they are read (see :meth:`CommitLog.record_ok`), so a record damaged
+        below the checkpoint is never handed out either.
+
+        Consume queues with a missing or short file, a gap, entries that do not match the
+        commit log, or fewer entries than the last clean stop recorded are rebuilt from the
+        commit log (one WARNING line each). Then ``abort`` is created; :meth:`close` removes it.
 
         Raises:
-            StoreFileError: a segment file does not match the configured size.
+            StoreFileError: a commit-log file is missing from the middle of the sequence (the
+                broker refuses to start; the message names the files) or has the wrong size.
             OSError: files cannot be read, created or mapped.
         """
         if self._loaded:
@@ -113,24 +132,42 @@ class MessageStore:
         cp = Checkpoint.load(self._checkpoint.path)
         if cp is not None:
             self._checkpoint = cp
-        self.commit_log.files.load()
-        clean = not abnormal and cp is not None and self.commit_log.trust_end(cp.master_flushed_offset)
-        if not clean and (cp is not None or self.commit_log.files.segments):
+        cl = self.commit_log
+        cl.files.load()
+        for problem in cl.files.damage:
+            if "missing" in problem:
+                cl.close()
+                raise StoreFileError(
+                    f"commit log {cl.files.directory}: {problem}; refusing to start, as the data after the gap "
+                    "could not be addressed. Restore the missing file, or move the later files away to start "
+                    "without them"
+                )
+            log.warning("commitlog %s; recovering as after a crash", problem)
+        clean = not abnormal and cp is not None and cl.trust_end(cp.master_flushed_offset)
+        if not clean and (cp is not None or cl.files.segments):
             log.warning("store root=%s abnormal recovery (abort=%s checkpoint=%s)", root, abnormal, cp is not None)
-        self._load_consume_queues(thorough=not clean)
+        rebuild = self._load_consume_queues(thorough=not clean)
         if not clean:
-            self._recover_abnormally(cp.master_flushed_offset if cp is not None else 0)
-        if self.index is not None:  # reads keyindex/, re-indexes the commit log past it
-            self.index.load(self.commit_log.write_offset, lambda start: scan_commit_log(self.commit_log, start))
+            self._recover_abnormally(cp.master_flushed_offset if cp is not None else cl.min_offset)
+        rebuild.update(self._check_consume_queues(rebuild))
+        if rebuild:
+            self._rebuild_consume_queues(rebuild)
+        for queues in self._queues.values():
+            for cq in queues.values():
+                cq.correct_min_offset(cl.min_offset)
+        if self.index is not None:  # maps index/, re-indexes the commit log past its last entry
+            self.index.load(cl.write_offset, lambda start: scan_commit_log(cl, start))
         self._last_store_ts = self._checkpoint.physic_msg_timestamp
         self._abort_path.touch()
         self._loaded = True
-        if not clean:
+        if not clean or rebuild:
             self.flush()
 
-    def _load_consume_queues(self, *, thorough: bool) -> None:
+    def _load_consume_queues(self, *, thorough: bool) -> dict[tuple[str, int], str]:
+        """Map every consume queue; return the ones whose files are missing or cut short."""
+        damaged: dict[tuple[str, int], str] = {}
         if not self._cq_root.is_dir():
-            return
+            return damaged
         for tdir in sorted(self._cq_root.iterdir()):
             if not tdir.is_dir():
                 continue
@@ -138,6 +175,96 @@ class MessageStore:
                 if qdir.is_dir() and qdir.name.lstrip("-").isdigit():
                     cq = self._new_queue(tdir.name, int(qdir.name))
                     cq.load(thorough=thorough)
+                    if cq.files.damage:
+                        damaged[(cq.topic, cq.queue_id)] = "; ".join(cq.files.damage)
+        return damaged
+
+    def _check_consume_queues(self, known: dict[tuple[str, int], str]) -> dict[tuple[str, int], str]:
+        """Consume queues that disagree with the commit log or with the last clean stop.
+
+        Checks the first and last entry of every file against the record it points to (same
+        topic, queue id and queue offset; the record itself checks out), and each queue's max
+        offset against the manifest :meth:`close` writes. Cheap: two records per file.
+        """
+        bad: dict[tuple[str, int], str] = {}
+        manifest = self._read_manifest()
+        for topic, qids in manifest.items():
+            for qid, max_offset in qids.items():
+                key = (topic, qid)
+                cq = self._queue(topic, qid)
+                if key in known:
+                    continue
+                if cq is None:
+                    bad[key] = f"its directory is gone (it had {max_offset} entries at the last clean stop)"
+                elif cq.max_offset < max_offset:
+                    bad[key] = f"it has {cq.max_offset} entries, {max_offset} at the last clean stop"
+        cl = self.commit_log
+        for queues in self._queues.values():
+            for cq in queues.values():
+                key = (cq.topic, cq.queue_id)
+                if key in known or key in bad:
+                    continue
+                problem = cq.check_samples(cl)
+                if problem is not None:
+                    bad[key] = problem
+        return bad
+
+    def _rebuild_consume_queues(self, targets: dict[tuple[str, int], str]) -> None:
+        """Recreate ``targets`` from the commit log: one walk over every stored record."""
+        started = time.monotonic()
+        manifest = self._read_manifest()
+        for topic, qid in targets:
+            old = self._queue(topic, qid)
+            if old is not None:
+                old.close()
+            qdir = self._cq_root / topic / str(qid)
+            if qdir.is_dir():
+                for f in qdir.iterdir():
+                    f.unlink()
+            self._new_queue(topic, qid)
+        counts = dict.fromkeys(targets, 0)
+
+        def on_record(msg: MessageExt) -> None:
+            key = (msg.topic, msg.queue_id)
+            if key not in counts or msg.sys_flag & sf.TRANSACTION_TYPE_MASK in _NO_DISPATCH:
+                return
+            cq = self._queues[msg.topic][msg.queue_id]
+            qo = msg.queue_offset
+            if not cq.files.segments:
+                cq.start_at(qo)
+            elif qo < cq.max_offset:
+                return  # an older copy at the same queue offset was kept; entries never go back
+            cq.fill_blanks_to(qo)
+            cq.append(msg.commit_log_offset, msg.store_size, self._recovered_tags_code(msg))
+            counts[key] += 1
+
+        cl = self.commit_log
+        cl.scan(cl.min_offset, self.config.check_crc_on_recover, on_record, stop=cl.write_offset)
+        for (topic, qid), reason in targets.items():
+            cq = self._queues[topic][qid]
+            if not cq.files.segments and (last := manifest.get(topic, {}).get(qid, 0)):
+                cq.start_at(last)  # every record is gone: keep the offsets where they were
+            cq.fill_blanks_to(manifest.get(topic, {}).get(qid, 0))  # damaged last records: never rewind
+            log.warning(
+                "consume queue topic=%s queue=%d rebuilt from the commit log: %d entries, offsets [%d, %d) (%s)",
+                topic, qid, counts[(topic, qid)], self.get_min_offset(topic, qid), self.get_max_offset(topic, qid), reason,
+            )
+        log.warning("rebuilt %d consume queues in %.1f s", len(targets), time.monotonic() - started)
+
+    def _read_manifest(self) -> dict[str, dict[int, int]]:
+        """``{topic: {queue id: max offset}}`` from the last clean stop, or {} (missing/bad)."""
+        try:
+            raw = orjson.loads(self._manifest_path.read_bytes())
+            return {str(t): {int(q): int(m) for q, m in qs.items()} for t, qs in raw.items()}
+        except FileNotFoundError:
+            return {}
+        except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError) as exc:
+            log.warning("file=%s unreadable (%s); consume queues checked against the commit log only", self._manifest_path, exc)
+            return {}
+
+    def _write_manifest(self) -> None:
+        table = {t: {str(q): cq.max_offset for q, cq in qs.items()} for t, qs in self._queues.items()}
+        save_json(self._manifest_path, table)
 
     def _recover_abnormally(self, checkpoint_offset: int) -> None:
         def redispatch(msg: MessageExt) -> None:
@@ -192,6 +319,7 @@ class MessageStore:
             with self._lock:  # no put can be half-way through an append below
                 self._closed = True
             self._flush_locked(consume_queues=True, least_pages=0, force_checkpoint=True)
+            self._write_manifest()
             self._abort_path.unlink(missing_ok=True)
             self.commit_log.close()
             if self.index is not None:
@@ -271,6 +399,9 @@ class MessageStore:
         """
         if not self._loaded or self._closed:
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE)
+        if self._disk_full:
+            self._disk_full_warn.warning("put-refused", "put refused: the store's disk is full (root=%s)", self.config.root_dir)
+            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE)
         bad = self._check(msgs)
         if bad is not None:
             return PutResult(bad)
@@ -326,11 +457,11 @@ class MessageStore:
             total = pos - base
             if total + END_FILE_MIN_BLANK_LENGTH > seg_size:
                 return PutResult(PutStatus.MESSAGE_ILLEGAL)
-            try:
+            try:  # every file this put needs exists before a byte is written
+                cq.ensure_capacity(qo - first_qo)
                 start = self.commit_log.append(records, total)
             except OSError as exc:
-                log.error("topic=%s queue=%d cannot create a commit-log segment: %s", topic, qid, exc)
-                return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED)
+                return self._allocation_failed(exc, topic, qid)
             phys = start
             ids: list[str] = []
             entries: list[tuple[int, int, int]] = []
@@ -360,6 +491,98 @@ class MessageStore:
             msg_num=len(records),
             store_timestamp=now,
         )
+
+    def _allocation_failed(self, exc: OSError, topic: str, qid: int) -> PutResult:
+        """A store file could not be created: disk full → SERVICE_NOT_AVAILABLE, else CREATE_MAPPED_FILE_FAILED."""
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            if not self.set_disk_full(True):
+                log.error("store root=%s disk full: cannot allocate a file (%s); puts refused until space returns", self.config.root_dir, exc)
+            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE)
+        log.error("topic=%s queue=%d cannot create a store file: %s", topic, qid, exc)
+        return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED)
+
+    # ------------------------------------------------------------------ disk space and retention
+
+    @property
+    def disk_full(self) -> bool:
+        """True while puts are refused because the disk is (nearly) full (``RunningFlags.isDiskFull``)."""
+        return self._disk_full
+
+    def set_disk_full(self, full: bool) -> bool:
+        """Mark the disk full (puts refused) or OK again; return the previous value.
+
+        Mirrors ``RunningFlags.getAndMakeDiskFull`` / ``getAndMakeDiskOK``. The clean service
+        calls it from its disk check; the put path marks the disk full itself when a file
+        cannot be allocated (ENOSPC).
+        """
+        prev, self._disk_full = self._disk_full, full
+        return prev
+
+    @property
+    def damaged_records(self) -> int:
+        """Damaged commit-log records (or ranges) found so far; never handed out."""
+        return len(self.commit_log.damaged)
+
+    def commit_log_files(self) -> list[CommitLogFile]:
+        """The commit-log segments, oldest first, as the clean service sees them."""
+        segs = list(self.commit_log.files.segments)
+        out: list[CommitLogFile] = []
+        for i, seg in enumerate(segs):
+            try:
+                mtime_ms = os.stat(seg.path).st_mtime_ns // 1_000_000
+            except FileNotFoundError:
+                continue
+            out.append(CommitLogFile(seg.path, seg.start, seg.end, mtime_ms, i == len(segs) - 1))
+        return out
+
+    def delete_oldest_commit_log_file(self) -> bool:
+        """Delete the oldest commit-log segment unless it is being written (``deleteExpiredFile``).
+
+        Then every consume queue's min offset moves to its first entry still in the commit log
+        (``correctMinOffset``), consume-queue files wholly below the new minimum are deleted
+        (``deleteExpiredFileByOffset``), and the key index drops its files below it. Call on the
+        thread that serves reads (the broker's event loop). Segments deleted by an earlier call
+        are unmapped here, when no flush is running.
+
+        Returns:
+            False when nothing was deleted (one segment left).
+
+        Raises:
+            OSError: a file cannot be unlinked.
+        """
+        if self._closed or not self._loaded:
+            return False
+        self._close_retired()
+        with self._lock:
+            seg = self.commit_log.files.delete_first()
+        if seg is None:
+            return False
+        min_phy = self.commit_log.min_offset
+        cq_files = 0
+        for queues in list(self._queues.values()):
+            for cq in list(queues.values()):
+                cq.correct_min_offset(min_phy)
+                cq_files += cq.delete_files_below(min_phy)
+        index_files = 0
+        delete_expired = getattr(self.index, "delete_expired", None)
+        if delete_expired is not None:
+            index_files = delete_expired(min_phy)
+        log.info(
+            "deleted commit-log file=%s [%d, %d); min offset now %d; %d consume-queue and %d index files deleted",
+            seg.path.name, seg.start, seg.end, min_phy, cq_files, index_files,
+        )
+        return True
+
+    def _close_retired(self) -> None:
+        if not self._flush_lock.acquire(blocking=False):
+            return  # a flush may still be syncing a retired segment; next time
+        try:
+            self.commit_log.files.close_retired()
+            for queues in self._queues.values():
+                for cq in queues.values():
+                    cq.files.close_retired()
+        finally:
+            self._flush_lock.release()
 
     def _put_tags_code(self, m: MessageInner) -> int | None:
         """Tags code known before the store time; None = schedule topic, computed under the lock."""
@@ -417,7 +640,10 @@ class MessageStore:
                 if cq.files.flushed < cq.write_pos:
                     cq.flush()
             if index is not None and index_batch is not None:
-                index.write(*index_batch, force=force_checkpoint)
+                try:
+                    index.write(*index_batch, force=force_checkpoint)
+                except OSError as exc:  # the key index lags (it catches up from the commit log on load)
+                    self._disk_full_warn.error("index-write", "key index write failed (%s); queries by key may miss the newest messages", exc)
             cp = self._checkpoint
             if force_checkpoint or cp.master_flushed_offset != flushed:
                 cp.physic_msg_timestamp = cp.logics_msg_timestamp = ts
@@ -607,6 +833,7 @@ class MessageStore:
         max_bytes = min(max(max_total_bytes, 100), MAX_PULL_MSG_SIZE, cfg.max_transfer_bytes_on_message_in_memory)
         max_count = min(max_msg_nums, cfg.max_transfer_count_on_message_in_memory)
         read = self.commit_log.read
+        verify_below = self.commit_log.disk_loaded_end
         status = GetStatus.NO_MATCHED_MESSAGE
         buffers: list[memoryview | bytes] = []
         total = 0
@@ -632,6 +859,8 @@ class MessageStore:
                     status = GetStatus.MESSAGE_WAS_REMOVING
                 skip_below = self.commit_log.roll_next_file(phys)
                 continue
+            if phys < verify_below and not self.commit_log.record_ok(buf, phys, size):
+                continue  # damaged on disk: logged and counted, never handed out
             buffers.append(buf)
             total += size
             status = GetStatus.FOUND

@@ -12,6 +12,8 @@ close happen at load/close time, never concurrently with flush).
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import mmap
 import os
@@ -35,6 +37,27 @@ def segment_name(start: int) -> str:
     return f"{start:020d}"
 
 
+def _allocate(fd: int, length: int, size: int) -> None:
+    """Give the file ``size`` bytes of real disk blocks (not a sparse hole).
+
+    A write into a sparse mapping on a full filesystem kills the process with SIGBUS; blocks
+    allocated here make a full disk an ``OSError(ENOSPC)`` now, before anything is mapped.
+
+    Raises:
+        OSError: ENOSPC (disk full) or another allocation error.
+    """
+    try:
+        os.posix_fallocate(fd, length, size - length)
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+            raise
+        os.ftruncate(fd, size)  # a filesystem without fallocate: write zeros for real
+        pos = length
+        while pos < size:
+            n = min(len(_ZERO_CHUNK), size - pos)
+            pos += os.pwrite(fd, _ZERO_CHUNK[:n], pos)
+
+
 class Segment:
     """One mapped file (``MappedFile``).
 
@@ -45,14 +68,16 @@ class Segment:
         view: writable memoryview of the whole mapping.
     """
 
-    __slots__ = ("path", "start", "size", "_mm", "view")
+    __slots__ = ("path", "start", "size", "found_length", "_mm", "view")
 
     def __init__(self, path: Path, start: int, size: int) -> None:
         """Open (creating or zero-extending to ``size``) and map ``path``.
 
+        A new or short file is extended with allocated blocks (see :func:`_allocate`).
+
         Raises:
             StoreFileError: the file is larger than ``size`` (segment size changed).
-            OSError: the file cannot be created or mapped.
+            OSError: the file cannot be created, allocated (ENOSPC: disk full) or mapped.
         """
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -63,13 +88,15 @@ class Segment:
                     "start with the same mapped_file_size_* setting the files were written with"
                 )
             if length < size:
-                os.ftruncate(fd, size)
+                _allocate(fd, length, size)
             mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         finally:
             os.close(fd)  # the mmap keeps its own duplicate
         self.path = path
         self.start = start
         self.size = size
+        #: bytes the file had when opened (< size: it was cut short and has been zero-extended)
+        self.found_length = length
         self._mm = mm
         self.view = memoryview(mm)
 
@@ -108,6 +135,20 @@ class Segment:
             return False
         return True
 
+    def find(self, sub: bytes, start: int, end: int) -> int:
+        """Position of the first ``sub`` in ``[start, end)`` of the mapping, or -1 (no copy)."""
+        return self._mm.find(sub, start, end)
+
+    def is_zero(self, pos: int, length: int) -> bool:
+        """True when bytes ``[pos, pos + length)`` (clipped to the segment) are all zero."""
+        end = min(self.size, pos + length)
+        while pos < end:
+            n = min(len(_ZERO_CHUNK), end - pos)
+            if self.view[pos : pos + n] != _ZERO_CHUNK[:n]:
+                return False
+            pos += n
+        return True
+
     def zero_from(self, pos: int) -> None:
         """Zero bytes from ``pos`` until a run of 1 MiB that is already zero (or the end).
 
@@ -142,15 +183,22 @@ class SegmentedFile:
         self.segment_size = segment_size
         self.segments: list[Segment] = []
         self.flushed = 0  # offset up to which data has been msync'ed
+        #: what :meth:`load` found wrong (missing or short files), one sentence each
+        self.damage: list[str] = []
+        self._retired: list[Segment] = []  # deleted, still mapped until readers let go
 
     def load(self) -> None:
         """Map the existing segment files in name order.
 
-        Files that are not 20-digit names are ignored. Segments after a gap in the sequence are
-        deleted (Java refuses to start; a gap can only come from manual deletion).
+        Files that are not 20-digit names are ignored. A gap in the sequence (a file deleted by
+        hand) stops the load there and is reported in :attr:`damage`; nothing is deleted. A file
+        shorter than the segment size is zero-extended and reported in :attr:`damage` too. The
+        owner decides what to do (the commit log refuses to start on a gap, a consume queue is
+        rebuilt from the commit log).
 
         Raises:
-            StoreFileError: a file is larger than the segment size.
+            StoreFileError: a file is larger than the segment size or off a segment boundary.
+            OSError: a file cannot be mapped (or extended).
         """
         if not self.directory.is_dir():
             return
@@ -160,11 +208,13 @@ class SegmentedFile:
             if start % self.segment_size:
                 raise StoreFileError(f"{self.directory / name} does not start on a {self.segment_size}-byte boundary")
             if self.segments and start != self.segments[-1].end:
-                log.warning("dir=%s gap before segment=%s; deleting it and later segments", self.directory, name)
-                for later in names[names.index(name) :]:
-                    os.unlink(self.directory / later)
+                missing = (start - self.segments[-1].end) // self.segment_size
+                self.damage.append(f"{missing} file(s) missing before {name}; {len(names) - names.index(name)} later file(s) not loaded")
                 break
-            self.segments.append(Segment(self.directory / name, start, self.segment_size))
+            seg = Segment(self.directory / name, start, self.segment_size)
+            if seg.found_length < self.segment_size:
+                self.damage.append(f"{name} was {seg.found_length} of {self.segment_size} bytes (zero-extended)")
+            self.segments.append(seg)
         if self.segments:
             self.flushed = self.segments[0].start
 
@@ -194,9 +244,41 @@ class SegmentedFile:
         else:
             self.directory.mkdir(parents=True, exist_ok=True)
             self.flushed = start
-        seg = Segment(self.directory / segment_name(start), start, self.segment_size)
+        path = self.directory / segment_name(start)
+        try:
+            seg = Segment(path, start, self.segment_size)
+        except OSError:
+            with contextlib.suppress(OSError):  # no short file left behind for the next load
+                os.unlink(path)
+            raise
         self.segments.append(seg)
         return seg
+
+    def delete_first(self) -> Segment | None:
+        """Unlink the oldest segment unless it is the last one (``MappedFile.destroy``).
+
+        The mapping stays open (readers may hold views into it) until :meth:`close_retired`.
+
+        Returns:
+            The deleted segment, or None when there are fewer than two.
+
+        Raises:
+            OSError: the file cannot be unlinked (the segment is kept).
+        """
+        if len(self.segments) < 2:
+            return None
+        seg = self.segments[0]
+        os.unlink(seg.path)
+        self.segments.pop(0)
+        self._retired.append(seg)
+        return seg
+
+    def close_retired(self) -> int:
+        """Unmap segments deleted by :meth:`delete_first`; return how many were closed."""
+        retired, self._retired = self._retired, []
+        for seg in retired:
+            seg.close()
+        return len(retired)
 
     def flush(self, upto: int) -> int:
         """msync everything written below ``upto``; return the new flushed offset.
@@ -235,6 +317,7 @@ class SegmentedFile:
 
     def close(self) -> None:
         """Unmap every segment."""
+        self.close_retired()
         for seg in self.segments:
             seg.close()
         self.segments = []

@@ -12,8 +12,9 @@ Imports: stdlib asyncio, :mod:`rocketpipe.errors`, :mod:`rocketpipe.protocol`. N
 from __future__ import annotations
 
 from .connection import Connection, parse_address
+from .limits import ServerLimits
 from .pool import ConnectionPool
 from .router import DEFER, Handler, InlineHandler, Router
 from .server import RemotingServer
 
-__all__ = ["DEFER", "Connection", "ConnectionPool", "Handler", "InlineHandler", "RemotingServer", "Router", "parse_address"]
+__all__ = ["DEFER", "Connection", "ConnectionPool", "Handler", "InlineHandler", "RemotingServer", "Router", "ServerLimits", "parse_address"]

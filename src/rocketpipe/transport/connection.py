@@ -14,12 +14,19 @@ deadlines sit in one heap per connection served by a single timer (cheaper than 
 Errors at this edge: ``OSError`` and lost connections become
 :class:`~rocketpipe.errors.ConnectionClosedError`, timeouts
 :class:`~rocketpipe.errors.RequestTimeoutError`. A malformed frame logs one line with the peer and
-the reason and closes only this connection.
+the reason and closes only this connection. Warnings a peer can trigger repeatedly (malformed
+frames, responses nobody asked for) go through a :class:`~rocketpipe.ratelog.RateLimitedLog`:
+the server's, shared by its connections, or one per client connection.
+
+Server side, a connection also reports what it holds for an incomplete frame to the server's
+:class:`~.limits.PendingBytes` once per socket read, and marks itself active on every read and
+write for the server's idle sweep (both O(1): the broker's send/pull path goes through here).
 
 Mirrors ``NettyRemotingAbstract`` (responseTable, processMessageReceived, invokeSyncImpl,
 invokeOnewayImpl) and ``NettyRemotingClient.createChannel``.
 
-Imports: stdlib asyncio, :mod:`rocketpipe.errors`, :mod:`rocketpipe.protocol`, :mod:`.router`.
+Imports: stdlib asyncio, :mod:`rocketpipe.errors`, :mod:`rocketpipe.protocol`,
+:mod:`rocketpipe.ratelog`, :mod:`.router` (and :mod:`.limits` for types).
 """
 
 from __future__ import annotations
@@ -29,13 +36,17 @@ import heapq
 import itertools
 import logging
 from collections.abc import Callable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ..errors import ConnectionClosedError, InvalidArgumentError, RequestTimeoutError
 from ..protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE
 from ..protocol.command import RemotingCommand, next_opaque
 from ..protocol.frame import FrameDecoder, encode_frame_parts
+from ..ratelog import RateLimitedLog
 from .router import Router
+
+if TYPE_CHECKING:
+    from .limits import PendingBytes
 
 __all__ = ["Connection", "format_address", "parse_address"]
 
@@ -58,6 +69,8 @@ _CLOSE_LINGER: Final = 1.0
 _EMPTY_ROUTER: Final = Router()
 #: How many abandoned request opaques a connection remembers (late answers to them log at DEBUG).
 _ABANDONED_KEPT: Final = 1024
+#: Seconds between two warnings of one cause on a client connection (servers use their limits).
+_CLIENT_WARNING_INTERVAL: Final = 60.0
 
 
 class _Expired(Exception):
@@ -94,6 +107,10 @@ class Connection:
     Attributes:
         remote_address: the peer as ``"ip:port"``.
         local_address: this end as ``"ip:port"``.
+        pending_frame_bytes: bytes received and held for an incomplete frame, as of the last
+            socket read (server side, kept by :class:`~.limits.PendingBytes`; 0 once closed).
+        active: set on every socket read and write; the server's idle sweep clears it.
+        quiet_since: loop time from which the idle sweep counts this connection as silent.
     """
 
     def __init__(
@@ -102,6 +119,8 @@ class Connection:
         writer: asyncio.StreamWriter,
         *,
         router: Router | None = None,
+        warnings: RateLimitedLog | None = None,
+        pending: PendingBytes | None = None,
     ) -> None:
         """Wrap an open stream pair; call :meth:`start` to begin reading.
 
@@ -110,6 +129,10 @@ class Connection:
             writer: the stream's writer.
             router: handlers for requests sent by the peer (None: every request is answered
                 ``REQUEST_CODE_NOT_SUPPORTED``).
+            warnings: rate-limited log for warnings the peer can trigger (None: one of this
+                connection's own, made on first use, one line per cause per minute).
+            pending: the server's account of bytes held for incomplete frames (None: not
+                counted, as on a client connection).
         """
         self._loop = asyncio.get_running_loop()
         self._reader = reader
@@ -117,6 +140,11 @@ class Connection:
         self._transport = writer.transport
         self._router = router if router is not None else _EMPTY_ROUTER
         self._decoder = FrameDecoder()
+        self._warnings = warnings
+        self._pending_bytes = pending
+        self.pending_frame_bytes = 0
+        self.active = False
+        self.quiet_since = self._loop.time()
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         #: opaques of requests given up (timed out / cancelled) whose late answer is expected
         #: (e.g. a long-polling pull or pop cut short by a close): logged at DEBUG, not WARNING
@@ -205,6 +233,23 @@ class Connection:
             self._run_callback(fn)
         else:
             self._close_callbacks.append(fn)
+
+    def close_now(self, reason: str, *, abort: bool = False) -> None:
+        """Close from synchronous code (limits, idle sweep); idempotent.
+
+        Like :meth:`close` but without waiting: pending requests fail with
+        :class:`ConnectionClosedError` (naming ``reason``), handler tasks and the reader task are
+        cancelled, the buffered incomplete frame is dropped.
+
+        Args:
+            reason: why, for the close reason and the DEBUG line.
+            abort: True resets the connection and drops queued frames; False writes queued
+                frames first (a FIN).
+        """
+        self._shutdown(reason, abort=abort)
+        reader_task = self._reader_task
+        if reader_task is not None and reader_task is not asyncio.current_task():
+            reader_task.cancel()
 
     async def close(self) -> None:
         """Close the connection; idempotent.
@@ -385,6 +430,7 @@ class Connection:
             return
         self._out = []
         self._out_bytes = 0
+        self.active = True
         transport = self._transport
         if transport.is_closing():
             return
@@ -417,8 +463,9 @@ class Connection:
                     reason = f"read failed: {err}"
                     abort = True
                     break
-                if not data:
+                if not data or self._closed:
                     break
+                self.active = True
                 decoder.feed(data)
                 self._inline_answered = False
                 while True:
@@ -427,14 +474,22 @@ class Connection:
                     except Exception as err:  # noqa: BLE001 - ProtocolError or a decoder bug
                         reason = f"malformed frame: {err}"
                         abort = True
-                        log.warning(
-                            "malformed frame, closing connection remote=%s reason=%s",
+                        self._warn(
+                            "malformed-frame", "malformed frame, closing connection remote=%s reason=%s",
                             self.remote_address, err,
-                        )
+                        )  # fmt: skip
                         return
                     if cmd is None:
                         break
                     self._on_command(cmd)
+                held = decoder.buffered  # bytes of an incomplete frame (O(1))
+                if held != self.pending_frame_bytes:
+                    if self._pending_bytes is None:
+                        self.pending_frame_bytes = held
+                    else:
+                        self._pending_bytes.update(self, held)  # may close this connection
+                        if self._closed:
+                            break
                 # Inline handlers answer from this loop: stop reading while the peer does not
                 # take our responses (the back-pressure their tasks would otherwise apply).
                 if self._inline_answered and self._transport.get_write_buffer_size() + self._out_bytes > self._high_water:
@@ -451,10 +506,10 @@ class Connection:
             if fut is None and self._abandoned.pop(cmd.opaque, 0) is None:
                 log.debug("late response to an abandoned request dropped remote=%s opaque=%d code=%d", self.remote_address, cmd.opaque, cmd.code)
             elif fut is None or fut.done():
-                log.warning(
-                    "response with unknown opaque dropped remote=%s opaque=%d code=%d",
+                self._warn(
+                    "unsolicited-response", "response with unknown opaque dropped remote=%s opaque=%d code=%d",
                     self.remote_address, cmd.opaque, cmd.code,
-                )
+                )  # fmt: skip
             else:
                 fut.set_result(cmd)
             return
@@ -464,6 +519,13 @@ class Connection:
         task = self._loop.create_task(self._router.dispatch(cmd, self))
         self._handler_tasks.add(task)
         task.add_done_callback(self._handler_done)
+
+    def _warn(self, cause: str, msg: str, *args: object) -> None:
+        """A warning the peer can trigger repeatedly: at most one line per cause per interval."""
+        warnings = self._warnings
+        if warnings is None:
+            warnings = self._warnings = RateLimitedLog(log, _CLIENT_WARNING_INTERVAL)
+        warnings.warning(cause, msg, *args)
 
     def _reader_done(self, task: asyncio.Task[None]) -> None:
         if not task.cancelled() and (err := task.exception()) is not None:
@@ -488,6 +550,11 @@ class Connection:
         self._closed = True
         self._close_reason = reason
         log.debug("connection closed remote=%s reason=%s", self.remote_address, reason)
+        if self._pending_bytes is not None:
+            self._pending_bytes.release(self)
+        else:
+            self.pending_frame_bytes = 0
+        self._decoder = FrameDecoder()  # drop a buffered incomplete frame now (the reader stops)
         if abort:
             self._out.clear()
             self._out_bytes = 0

@@ -233,7 +233,8 @@ def test_broker_stats_tps_windows_follow_store_stats_service() -> None:
 
 
 def test_broker_runtime_info_helpers_follow_mixall_and_utilall(tmp_path) -> None:
-    from rocketpipe.broker.processors.admin import disk_used_ratio, human_readable_bytes
+    from rocketpipe.broker.processors.admin import human_readable_bytes
+    from rocketpipe.store.disk import disk_partition_used_ratio as disk_used_ratio
 
     assert human_readable_bytes(0) == "0 B" and human_readable_bytes(1023) == "1023 B"
     assert human_readable_bytes(1536) == "1.5 KiB" and human_readable_bytes(3 * 1024**3) == "3.0 GiB"

@@ -1,17 +1,21 @@
-"""Key index: query_message by KEYS / UNIQ_KEY, time ranges, restart and crash recovery."""
+"""Key index through the store: query_message by KEYS / UNIQ_KEY, time ranges, restart and crash recovery."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+import struct
 from pathlib import Path
+
+import pytest
 
 from _store_helpers import SMALL_CL, StepClock, small_config
 
 from rocketpipe.protocol import sysflag as sf
 from rocketpipe.protocol.message import MessageExt, decode_record, properties_to_string
 from rocketpipe.store import MessageInner, MessageStore, PutResult, QueryResult
-from rocketpipe.store.index import FILE_NAME, KeyIndex
+from rocketpipe.store.index import KeyIndex
 
 FOREVER = 1 << 62
 
@@ -110,18 +114,23 @@ def test_rollback_records_are_not_indexed_prepared_ones_are(tmp_path: Path) -> N
         assert [m.commit_log_offset for m in decoded(s.query_message("TopicA", "txn", 64, 0, FOREVER))] == [p.wrote_offset]
 
 
+def index_files(root: Path) -> list[Path]:
+    return sorted((root / "index").iterdir())
+
+
 def test_index_survives_clean_restart_without_rescan(tmp_path: Path) -> None:
     clock = StepClock()
     cfg = small_config(tmp_path)
     s = MessageStore(cfg, clock)
     s.load()
     results = fill(s, 300)  # rolls over several 64 KiB commit-log segments
-    s.put_message(msg(keys=None))  # a keyless tail: the close watermark still covers it
+    s.put_message(msg(keys=None))  # a keyless tail: the header's endPhyOffset still covers it
     s.close()
-    assert (tmp_path / "keyindex" / FILE_NAME).stat().st_size > 0
+    assert [p.name for p in index_files(tmp_path)] and all(len(p.name) == 17 for p in index_files(tmp_path))
+    assert not (tmp_path / "keyindex").exists()
     with MessageStore(cfg, clock) as s2:
         assert s2.index is not None
-        assert (s2.index.loaded_records, s2.index.rebuilt_records) == (300, 0)
+        assert (s2.index.loaded_records, s2.index.rebuilt_records) == (900, 0)  # 3 keys per message
         got = decoded(s2.query_message("TopicA", "order-123", 64, 0, FOREVER))
         assert [m.commit_log_offset for m in got] == [results[123].wrote_offset]
         assert len(s2.query_message("TopicA", "mod1", 1000, 0, FOREVER).buffers) == 64
@@ -131,7 +140,7 @@ def test_index_survives_clean_restart_without_rescan(tmp_path: Path) -> None:
         more = fill(s2, 5, start=300)
         assert [m.commit_log_offset for m in decoded(s2.query_message("TopicA", "order-302", 64, 0, FOREVER))] == [more[2].wrote_offset]
     with MessageStore(cfg, clock) as s3:
-        assert (s3.index.loaded_records, s3.index.rebuilt_records) == (305, 0)  # type: ignore[union-attr]
+        assert (s3.index.loaded_records, s3.index.rebuilt_records) == (915, 0)  # type: ignore[union-attr]
 
 
 def test_index_is_rebuilt_after_a_crash(tmp_path: Path) -> None:
@@ -141,42 +150,55 @@ def test_index_is_rebuilt_after_a_crash(tmp_path: Path) -> None:
     s.load()
     fill(s, 50)
     s.flush()
-    results = fill(s, 150, start=50)  # in the page cache, never flushed: the index file lacks them
+    results = fill(s, 150, start=50)  # queued in memory, never written: the index files lack them
     crash(s)
     with MessageStore(cfg, clock) as s2:
         assert s2.index is not None
-        assert s2.index.loaded_records == 50 and s2.index.rebuilt_records == 150
+        assert s2.index.loaded_records == 150 and s2.index.rebuilt_records == 150
         for i in (0, 49, 50, 199):
             assert [m.msg_id for m in decoded(s2.query_message("TopicA", f"U{i:06d}", 64, 0, FOREVER))] == [f"U{i:06d}"]
         assert len(s2.query_message("TopicA", "mod2", 1000, 0, FOREVER).buffers) == 64
         assert s2.query_message("TopicA", "x", 1, 0, FOREVER).index_last_update_phyoffset == results[-1].wrote_offset
-    with MessageStore(cfg, clock) as s3:  # the recovery flush wrote the rebuilt entries
-        assert (s3.index.loaded_records, s3.index.rebuilt_records) == (200, 0)  # type: ignore[union-attr]
+    with MessageStore(cfg, clock) as s3:  # the rebuilt entries were written
+        assert (s3.index.loaded_records, s3.index.rebuilt_records) == (600, 0)  # type: ignore[union-attr]
 
 
-def test_torn_index_tail_and_deleted_index_are_rebuilt(tmp_path: Path) -> None:
+def test_damaged_index_header_and_deleted_index_are_rebuilt(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     clock = StepClock()
     cfg = small_config(tmp_path)
     with MessageStore(cfg, clock) as s:
         fill(s, 100)
-    path = tmp_path / "keyindex" / FILE_NAME
-    os.truncate(path, path.stat().st_size - 30)  # tears the watermark and the last record
-    with MessageStore(cfg, clock) as s2:
-        assert s2.index is not None and s2.index.loaded_records == 99 and s2.index.rebuilt_records >= 1
-        assert [m.msg_id for m in decoded(s2.query_message("TopicA", "order-99", 64, 0, FOREVER))] == ["U000099"]
-        assert len(s2.query_message("TopicA", "mod0", 64, 0, FOREVER).buffers) == 34
-    with open(path, "r+b") as f:  # flip a payload byte in the middle: crc stops the read there
-        f.seek(path.stat().st_size // 2)
-        byte = f.read(1)
-        f.seek(-1, os.SEEK_CUR)
-        f.write(bytes([byte[0] ^ 0xFF]))
-    with MessageStore(cfg, clock) as s3:
-        assert s3.index is not None and 0 < s3.index.loaded_records < 100
-        assert len(s3.query_message("TopicA", "mod0", 64, 0, FOREVER).buffers) == 34
-    shutil.rmtree(tmp_path / "keyindex")
+    (path,) = index_files(tmp_path)
+    with open(path, "r+b") as f:  # indexCount (header bytes 36..39) beyond the file's capacity
+        f.seek(36)
+        f.write(struct.pack(">i", 0x7FFFFFF0))
+    with caplog.at_level(logging.WARNING, logger="rocketpipe.store.index"):
+        with MessageStore(cfg, clock) as s2:
+            assert s2.index is not None and (s2.index.loaded_records, s2.index.rebuilt_records) == (0, 100)
+            assert [m.msg_id for m in decoded(s2.query_message("TopicA", "order-99", 64, 0, FOREVER))] == ["U000099"]
+            assert len(s2.query_message("TopicA", "mod0", 64, 0, FOREVER).buffers) == 34
+    damaged = [r for r in caplog.records if "damaged" in r.getMessage()]
+    assert len(damaged) == 1 and "indexCount" in damaged[0].getMessage()
+    shutil.rmtree(tmp_path / "index")
     with MessageStore(cfg, clock) as s4:
         assert s4.index is not None and (s4.index.loaded_records, s4.index.rebuilt_records) == (0, 100)
         assert [m.msg_id for m in decoded(s4.query_message("TopicA", "order-7", 64, 0, FOREVER))] == ["U000007"]
+
+
+def test_an_older_keyindex_directory_is_replaced_by_a_rebuild(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    clock = StepClock()
+    cfg = small_config(tmp_path)
+    with MessageStore(cfg, clock) as s:
+        fill(s, 20)
+    shutil.rmtree(tmp_path / "index")
+    (tmp_path / "keyindex").mkdir()
+    (tmp_path / "keyindex" / "keys.idx").write_bytes(b"\x00" * 64)
+    with caplog.at_level(logging.INFO, logger="rocketpipe.store.index"), MessageStore(cfg, clock) as s2:
+        assert s2.index is not None and s2.index.rebuilt_records == 20
+        assert [m.msg_id for m in decoded(s2.query_message("TopicA", "order-3", 64, 0, FOREVER))] == ["U000003"]
+    assert not (tmp_path / "keyindex").exists() and index_files(tmp_path)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "re-indexed 20 messages" in line and "keyindex of an older version" in line
 
 
 def test_entries_past_a_truncated_commit_log_are_dropped(tmp_path: Path) -> None:
@@ -184,14 +206,18 @@ def test_entries_past_a_truncated_commit_log_are_dropped(tmp_path: Path) -> None
     cfg = small_config(tmp_path)
     s = MessageStore(cfg, clock)
     s.load()
-    results = fill(s, 40)
-    s.flush()  # the index file now has all 40
+    results = fill(s, 39)
+    s.flush()  # commit log, checkpoint and index up to message 38
+    results += fill(s, 1, start=39)
+    assert s.index is not None
+    s.index.write(*s.index.take_pending(0))  # the index has the victim; the commit log will lose it
     crash(s)
     victim = results[-1]
     seg = sorted((tmp_path / "commitlog").iterdir())[-1]
     os.truncate(seg, victim.wrote_offset % SMALL_CL + 20)  # tear the last record
     with MessageStore(cfg, clock) as s2:
         assert s2.get_max_phy_offset() == victim.wrote_offset
+        assert s2.index is not None and s2.index.lookup("TopicA", "order-39") == []
         assert s2.query_message("TopicA", "order-39", 64, 0, FOREVER).buffers == []
         r = s2.put_message(msg(keys="fresh", uniq="UFRESH"))
         assert r.wrote_offset == victim.wrote_offset  # same offset, different message
@@ -200,14 +226,18 @@ def test_entries_past_a_truncated_commit_log_are_dropped(tmp_path: Path) -> None
         assert len(s2.query_message("TopicA", "order-38", 64, 0, FOREVER).buffers) == 1
 
 
-def test_memory_per_key_is_bounded_and_index_can_be_disabled(tmp_path: Path) -> None:
-    idx = KeyIndex(tmp_path / "ki", max_per_key=4)
+def test_lookup_keeps_the_newest_and_index_can_be_disabled(tmp_path: Path) -> None:
+    idx = KeyIndex(tmp_path / "index", max_hash_slot_num=8, max_index_num=16)
+    idx.load(0, lambda start: iter(()))
     for off in range(0, 1000, 100):
         idx.add("T", {"KEYS": "hot", "UNIQ_KEY": f"u{off}"}, off, 0, off)
-    assert idx.lookup("T", "hot") == [600, 700, 800, 900]
-    assert idx.lookup("T", "u0") == [0] and idx.key_count() == 11
+    assert idx.lookup("T", "hot", max_num=4) == [600, 700, 800, 900]  # queued, not yet written
+    idx.write(*idx.take_pending(1000))
+    assert idx.lookup("T", "hot", max_num=4) == [600, 700, 800, 900]  # from the files
+    assert idx.lookup("T", "u0") == [0]
+    idx.close()
     with MessageStore(small_config(tmp_path / "off", message_index_enable=False)) as s:
         s.put_message(msg(keys="k"))
         assert s.index is None
         assert s.query_message("TopicA", "k", 64, 0, FOREVER).buffers == []
-    assert not (tmp_path / "off" / "keyindex").exists()
+    assert not (tmp_path / "off" / "index").exists()

@@ -90,20 +90,27 @@ def test_torn_tail_mid_record_is_truncated(tmp_path: Path, cut: int) -> None:
     assert os.path.getsize(seg) == SMALL_CL  # extended back to the segment size
 
 
-def test_torn_record_in_earlier_position_drops_later_records(tmp_path: Path) -> None:
+def test_damaged_record_mid_log_is_skipped_and_later_records_kept(tmp_path: Path) -> None:
+    """Better than Java's recoverAbnormally (which truncates there): only the damaged record goes."""
     cfg = small_config(tmp_path)
     s = MessageStore(cfg)
     s.load()
     results = fill(s, 30, body_size=200)
+    end = s.get_max_phy_offset()
     crash(s)
     victim = results[20]
     with open(tmp_path / "commitlog" / "00000000000000000000", "r+b") as f:
         f.seek(victim.wrote_offset + 120)
         f.write(b"\xff" * 8)  # corrupt the body: CRC mismatch
     with MessageStore(cfg) as s2:
-        assert s2.get_max_phy_offset() == victim.wrote_offset
-        assert s2.get_max_offset("TopicA", 0) == 10 and s2.get_max_offset("TopicA", 1) == 10
-        assert s2.look_message_by_offset(results[25].wrote_offset) is None
+        assert s2.get_max_phy_offset() == end
+        assert s2.damaged_records == 1
+        assert s2.look_message_by_offset(victim.wrote_offset) is None
+        assert s2.look_message_by_offset(results[25].wrote_offset) is not None
+        assert s2.get_max_offset("TopicA", 0) == 15 and s2.get_max_offset("TopicA", 1) == 15
+        assert [m.queue_offset for m in read_queue(s2, "TopicA", 0)] == [*range(10), *range(11, 15)]
+        r = s2.put_message(inner(queue_id=0))
+        assert r.queue_offset == 15 and r.wrote_offset == end
 
 
 def test_garbage_after_last_record(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import heapq
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from ..retry import dlq_topic, is_retry_topic
 
@@ -118,6 +118,9 @@ class CheckpointTable:
 
     ``dirty`` is set by every change; the owner persists :meth:`to_json` and clears it.
     """
+
+    #: required top-level keys of the checkpoint file (a file without them counts as bad)
+    JSON_SHAPE: ClassVar[dict[str, type]] = {"popOffsetTable": dict, "checkpoints": list}
 
     def __init__(self) -> None:
         self._cks: dict[int, Checkpoint] = {}

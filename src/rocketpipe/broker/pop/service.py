@@ -9,6 +9,10 @@ runs two background tasks while started:
 * persist: write ``<store_dir>/config/popCheckpoint.json`` (atomic, with ``.bak``) every
   ``persist_interval`` s when something changed, and on :meth:`close`.
 
+The file is read by :meth:`load` (the broker calls it with its other metadata files, before the
+store opens) with the policy of :mod:`..metadata`: ``.bak`` when the file is bad, a
+``MetadataError`` when neither is usable unless ``BrokerConfig.recover_metadata``.
+
 Long polling: a held POP waits on a per-topic event that :meth:`notify_message_arriving` sets
 (revives call it; the broker may call it on arrival) and re-checks the store every
 ``poll_check_interval`` s, since the broker's arrival hook only knows about held pulls.
@@ -22,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from ...store.json_file import load_json, save_json
+from ...store.json_file import save_json
+from ..metadata import load_file
 from .checkpoint import CheckpointTable
 from .processor import PopProcessor
 from .revive import Reviver
@@ -75,6 +80,7 @@ class PopService:
         self._persist_wake: asyncio.Event | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.started = False
+        self.loaded = False
         self._closed = False
 
     @property
@@ -83,12 +89,33 @@ class PopService:
         return Path(self.broker.config.store_dir) / "config" / CHECKPOINT_FILE
 
     # ------------------------------------------------------------------ lifecycle
+    async def load(self) -> None:
+        """Read the checkpoint file into the table, once (missing file → empty table).
+
+        Raises:
+            MetadataError: the file and its ``.bak`` are both unusable and the broker's
+                ``recover_metadata`` is False (the table is left empty, nothing renamed).
+            OSError: a file cannot be read or renamed.
+        """
+        if self.loaded:
+            return
+        recover = self.broker.config.recover_metadata
+        obj = await asyncio.to_thread(load_file, self.path, CheckpointTable.JSON_SHAPE, recover=recover, what="POP checkpoints")
+        self.table.load_json(obj)
+        self.loaded = True
+
     async def start(self) -> None:
-        """Load the checkpoint file and start the revive and persist loops (idempotent)."""
+        """Load the checkpoint file (unless :meth:`load` did) and start the revive and persist loops.
+
+        Idempotent.
+
+        Raises:
+            MetadataError, OSError: see :meth:`load`.
+        """
         if self.started:
             return
+        await self.load()
         self.started = True
-        self.table.load_json(await asyncio.to_thread(load_json, self.path))
         self._persist_wake = asyncio.Event()
         loop = asyncio.get_running_loop()
         self._tasks = [
@@ -128,7 +155,11 @@ class PopService:
         if not force and not self.table.dirty:
             return False
         self.table.dirty = False
-        await asyncio.to_thread(save_json, self.path, self.table.to_json())
+        try:
+            await asyncio.to_thread(save_json, self.path, self.table.to_json())
+        except BaseException:
+            self.table.dirty = True  # retried next round
+            raise
         return True
 
     async def _persist_loop(self) -> None:
@@ -136,8 +167,8 @@ class PopService:
             await asyncio.sleep(self.config.persist_interval)
             try:
                 await self.persist()
-            except asyncio.CancelledError:
-                raise
+            except OSError as exc:  # e.g. disk full: keep the loop, retry next round
+                log.warning("persisting %s failed: %s", CHECKPOINT_FILE, exc)
             except Exception:  # noqa: BLE001 - the loop survives one bad write
                 self.table.dirty = True
                 log.exception("pop checkpoint persist failed")

@@ -18,6 +18,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ...errors import InvalidArgumentError, ProtocolError, RequestTimeoutError, TransportError
+from ...store.disk import disk_partition_used_ratio
 from ...protocol import message as pm
 from ...protocol.bodies import javajson as jj
 from ...protocol.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, LanguageCode, RequestCode, ResponseCode
@@ -434,16 +435,19 @@ class AdminProcessor:
             "remainHowManyDataToFlush": human_readable_bytes(max(0, store.get_max_phy_offset() - store.flushed_offset)),
             "commitLogMinOffset": str(store.get_min_phy_offset()),
             "commitLogMaxOffset": str(store.get_max_phy_offset()),
+            # rocketpipe: damaged commit-log records found (never served), and the disk-full flag
+            "damagedRecords": str(store.damaged_records),
+            "diskFull": "true" if store.disk_full else "false",
         }
         for name in ("send", "pull", "litePull", "query", "ack"):
             info[f"{name}ThreadPoolQueueSize"] = "0"
             info[f"{name}ThreadPoolQueueHeadWaitTimeMills"] = "0"
         info["EndTransactionQueueSize"] = "0"
         commit_log_dir = os.path.join(root, "commitlog")
-        ratio = disk_used_ratio(commit_log_dir)
+        ratio = disk_partition_used_ratio(commit_log_dir)
         info[f"commitLogDiskRatio_{commit_log_dir}"] = repr(ratio)
         info["commitLogDiskRatio"] = repr(ratio)
-        info["consumeQueueDiskRatio"] = repr(disk_used_ratio(os.path.join(root, "consumequeue")))
+        info["consumeQueueDiskRatio"] = repr(disk_partition_used_ratio(os.path.join(root, "consumequeue")))
         try:
             vfs = os.statvfs(root)
             total, free = vfs.f_blocks * vfs.f_frsize, vfs.f_bfree * vfs.f_frsize
@@ -461,21 +465,6 @@ def _earliest_message_time(store: Any) -> int:
     size = store.commit_log.record_size_at(offset)
     return store.commit_log.pickup_store_timestamp(offset, size) if size > 0 else -1
 
-
-def disk_used_ratio(path: str) -> float:
-    """``UtilAll.getDiskPartitionSpaceUsedPercent``: used / (used + usable), rounded up to 1/100; -1 on error."""
-    try:
-        vfs = os.statvfs(path)
-    except OSError:
-        return -1.0
-    total = vfs.f_blocks * vfs.f_frsize
-    if total <= 0:
-        return -1.0
-    used = total - vfs.f_bfree * vfs.f_frsize
-    entire = used + vfs.f_bavail * vfs.f_frsize
-    if entire <= 0:
-        return -1.0
-    return (used * 100 // entire + (1 if used * 100 % entire else 0)) / 100.0
 
 
 def human_readable_bytes(n: int) -> str:

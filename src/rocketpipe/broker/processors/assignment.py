@@ -47,8 +47,9 @@ from ...protocol.codes import RequestCode, ResponseCode
 from ...protocol.command import RemotingCommand
 from ...protocol.headers.route import GetRouteInfoRequestHeader
 from ...protocol.message import MessageQueue
-from ...store.json_file import load_json, save_json
+from ...store.json_file import save_json
 from ...transport import Connection, Router
+from ..metadata import load_file
 from ..request_mode import REQUEST_MODE_FILE, RETRY_PREFIX, AssignmentConfig, RequestModeTable, do_load_balance, effective_mode
 from .common import error
 
@@ -102,12 +103,17 @@ class AssignmentProcessor:
 
     # ------------------------------------------------------------------ lifecycle
     async def load(self) -> None:
-        """Read the persisted table (missing file → empty). Call from ``Broker.start``.
+        """Read the persisted table (missing file → empty), with the bad-file policy of
+        :mod:`..metadata` (``.bak`` used when the file is bad). Call from ``Broker.start``.
 
         Raises:
-            OSError: the file exists but cannot be read.
+            MetadataError: the file and its ``.bak`` are both unusable and the broker's
+                ``recover_metadata`` is False (nothing renamed, the table stays empty).
+            OSError: a file cannot be read or renamed.
         """
-        self.table.load_json(await asyncio.to_thread(load_json, self.path))
+        recover = self.broker.config.recover_metadata
+        obj = await asyncio.to_thread(load_file, self.path, RequestModeTable.JSON_SHAPE, recover=recover, what="message request modes")
+        self.table.load_json(obj)
         self.table.dirty = False
 
     async def persist(self) -> None:

@@ -23,6 +23,7 @@ from ...protocol.headers.send import (
     SendMessageResponseHeader,
 )
 from ...store import MessageInner, PutResult, PutStatus
+from ...store.disk import disk_util
 from ...transport import DEFER, Connection, Router
 from .. import retry
 from ..topics import is_not_allowed_send_topic, validate_topic
@@ -195,6 +196,18 @@ class SendProcessor:
                 return inners, queue_id, is_batch, result, ext_extra
         return self._send_response(cmd, inners, queue_id, is_batch, result, status, ext_extra)
 
+    def _put_failed_remark(self, status: str) -> str:
+        """The remark ``SendMessageProcessor.handlePutMessageResult`` gives a failed put."""
+        if status == "SERVICE_NOT_AVAILABLE":
+            return (
+                "service not available now. It may be caused by one of the following reasons: "
+                f"the broker's disk is full [{disk_util(self.broker.store.config.root_dir)}], "
+                "messages are put to the slave, message store has been shut down, etc."
+            )
+        if status == "CREATE_MAPPED_FILE_FAILED":
+            return "create mapped file failed, server is busy or broken."
+        return f"put message failed: {status}"
+
     def _send_response(
         self,
         cmd: RemotingCommand,
@@ -207,7 +220,7 @@ class SendProcessor:
     ) -> RemotingCommand:
         code = put_status_code(status)
         if status not in _STORED_STATUSES:
-            r = error(cmd, code, f"put message failed: {status}")
+            r = error(cmd, code, self._put_failed_remark(status))
             r.ext_fields.update(ext_extra)
             return r
         # SendMessageResponseHeader(...).to_ext_fields(), built directly (hot path)

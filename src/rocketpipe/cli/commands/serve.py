@@ -3,24 +3,42 @@
 By default both run in this process, the broker registered with the name server. Stops on
 SIGINT/SIGTERM, closing the broker (which flushes its store) before the name server.
 
-Imports: the public API of :mod:`rocketpipe.broker` and :mod:`rocketpipe.namesrv`.
+Logging: stdlib logging with timestamps, level and logger name, to stderr or a rotated
+``--log-file`` (:mod:`..logging_setup`); one INFO line at start gives the addresses, the store,
+the flush mode, the retention settings and the connection limits. Retention, connection and
+metadata-recovery flags map to :class:`~rocketpipe.broker.BrokerConfig` fields (Java names in
+``--help``); the idle timeout and connection cap apply to the name server too.
+
+Imports: the public API of :mod:`rocketpipe.broker` and :mod:`rocketpipe.namesrv`,
+:mod:`rocketpipe.store` (``StoreConfig`` checks ``--delete-when``), :mod:`rocketpipe.transport.limits`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import logging
 import signal
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
+from rocketpipe.errors import InvalidArgumentError, RocketMQError
+from rocketpipe.transport.limits import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IDLE_SECONDS, ServerLimits
+
 from ..errors import EXIT_CONNECTION, EXIT_USAGE, fail, handle_errors
+from ..logging_setup import DEFAULT_LOG_BACKUPS, DEFAULT_LOG_MAX_BYTES, LogLevel, configure_logging
+
+if TYPE_CHECKING:
+    from rocketpipe.broker import BrokerConfig
 
 console = Console(highlight=False, soft_wrap=True)
+log = logging.getLogger("rocketpipe.cli.serve")
 
 #: Default ports of Apache RocketMQ (NamesrvConfig.listenPort, BrokerConfig.listenPort).
 DEFAULT_NAMESRV_PORT = 9876
@@ -34,82 +52,104 @@ class FlushMode(StrEnum):
     SYNC = "sync"
 
 
-async def _wait_for_stop_signal() -> None:
-    """Return when SIGINT or SIGTERM arrives."""
+@contextlib.contextmanager
+def _stop_signals() -> Iterator[asyncio.Event]:
+    """An event set by SIGINT or SIGTERM, with the handlers installed for the block.
+
+    Installed before anything starts, so a stop signal during start-up is a clean stop (the
+    servers started so far are closed) rather than the default kill.
+    """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     try:
-        await stop.wait()
+        yield stop
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
 
 
+def _start_line(namesrv_addr: str | None, broker_addr: str | None, config: BrokerConfig | None, limits: ServerLimits) -> str:
+    """The one line logged at start: addresses, store, flush mode, retention, connection limits."""
+    fields = [f"namesrv={namesrv_addr or 'none'}", f"broker={broker_addr or 'none'}"]
+    if config is not None:
+        fields += [
+            f"store={config.store_dir}",
+            f"flushDiskType={config.flush_disk_type}",
+            f"fileReservedTime={config.file_reserved_time}h",
+            f"deleteWhen={config.delete_when}",
+            f"diskMaxUsedSpaceRatio={config.disk_max_used_space_ratio}%",
+            f"cleanFileForciblyEnable={str(config.clean_file_forcibly_enable).lower()}",
+            f"recoverMetadata={str(config.recover_metadata).lower()}",
+        ]
+    fields += [
+        f"serverChannelMaxIdleTimeSeconds={limits.server_channel_max_idle_time_seconds}",
+        f"maxConnections={limits.server_max_connections}",
+    ]
+    return "rocketpipe serve started " + " ".join(fields)
+
+
 async def run_servers(
     *,
     host: str,
     namesrv_port: int | None,
-    broker_port: int | None,
     namesrv_addr: str | None,
-    data_dir: Path,
-    flush_mode: FlushMode,
-    broker_name: str,
-    cluster_name: str,
-    auto_create_topic: bool,
+    broker_config: BrokerConfig | None,
+    limits: ServerLimits,
 ) -> None:
-    """Start the requested servers, print their addresses, run until a stop signal.
+    """Start the requested servers, print and log their addresses, run until a stop signal.
 
     Args:
-        host: address to listen on and advertise.
+        host: address the name server listens on and advertises.
         namesrv_port: name-server port (0 = any free port), or None for no name server.
-        broker_port: broker port (0 = any free port), or None for no broker.
         namesrv_addr: name server(s) the broker registers with when no name server runs here.
-        data_dir: broker store root.
-        flush_mode: broker flush mode.
-        broker_name: ``brokerName``.
-        cluster_name: ``brokerClusterName``.
-        auto_create_topic: whether sends to unknown topics create them.
+        broker_config: the broker's configuration (its ``namesrv_addr`` is replaced by the
+            name server started here, or ``namesrv_addr``), or None for no broker.
+        limits: connection limits of the name server (the broker's come from its config).
 
     Raises:
         RocketMQError: a server failed to start.
         OSError: a port is in use.
     """
-    async with contextlib.AsyncExitStack() as stack:
-        if namesrv_port is not None:
-            from rocketpipe.namesrv import NameServer
+    with _stop_signals() as stop:  # before anything starts: a signal during start-up stops cleanly
+        broker_addr = None
+        async with contextlib.AsyncExitStack() as stack:
+            if namesrv_port is not None:
+                from rocketpipe.namesrv import NameServer
 
-            namesrv = NameServer(host=host, port=namesrv_port)
-            namesrv_addr = await namesrv.start()
-            stack.push_async_callback(namesrv.close)
-            console.print(f"rocketpipe: name server listening on {namesrv_addr}")
-        if broker_port is not None:
-            from rocketpipe.broker import Broker, BrokerConfig
+                namesrv = NameServer(host=host, port=namesrv_port, limits=limits)
+                namesrv_addr = await namesrv.start()
+                stack.push_async_callback(namesrv.close)
+                console.print(f"rocketpipe: name server listening on {namesrv_addr}")
+            if broker_config is not None:
+                from rocketpipe.broker import Broker
 
-            config = BrokerConfig(
-                broker_name=broker_name,
-                broker_cluster_name=cluster_name,
-                host=host,
-                listen_port=broker_port,
-                namesrv_addr=namesrv_addr,
-                store_dir=data_dir,
-                flush_disk_type="SYNC_FLUSH" if flush_mode is FlushMode.SYNC else "ASYNC_FLUSH",
-                auto_create_topic_enable=auto_create_topic,
-            )
-            broker = Broker(config)
-            broker_addr = await broker.start()
-            stack.push_async_callback(broker.close)
-            console.print(
-                f"rocketpipe: broker {broker_name} listening on {broker_addr} "
-                f"(store {data_dir}, {config.flush_disk_type}, name server {namesrv_addr})"
-            )
-        console.print("rocketpipe: ready; Ctrl-C stops")
-        await _wait_for_stop_signal()
-        console.print("rocketpipe: stopping")
-    console.print("rocketpipe: stopped")
+                broker_config = dataclasses.replace(broker_config, namesrv_addr=namesrv_addr)
+                broker = Broker(broker_config)
+                broker_addr = await broker.start()
+                stack.push_async_callback(broker.close)
+                console.print(
+                    f"rocketpipe: broker {broker_config.broker_name} listening on {broker_addr} "
+                    f"(store {broker_config.store_dir}, {broker_config.flush_disk_type}, name server {namesrv_addr})"
+                )
+            log.info("%s", _start_line(namesrv_addr, broker_addr, broker_config, limits))
+            console.print("rocketpipe: ready; Ctrl-C stops")
+            await stop.wait()
+            console.print("rocketpipe: stopping")
+            log.info("rocketpipe serve stopping")
+        log.info("rocketpipe serve stopped")
+        console.print("rocketpipe: stopped")
+
+
+def _check_ranges(checks: list[tuple[str, int, int, int | None]]) -> None:
+    """Fail with a usage error for the first ``(flag, value, low, high)`` out of ``low..high``."""
+    for flag, value, low, high in checks:
+        if value < low or (high is not None and value > high):
+            span = f"{low}..{high}" if high is not None else f">= {low}"
+            raise fail(f"{flag} must be {span}, not {value}", EXIT_USAGE)
 
 
 @handle_errors
@@ -128,28 +168,116 @@ def serve(
     broker_name: Annotated[str, typer.Option(help="brokerName.")] = "broker-a",
     cluster_name: Annotated[str, typer.Option(help="brokerClusterName.")] = "DefaultCluster",
     auto_create_topic: Annotated[bool, typer.Option(help="Create unknown topics on first send.")] = True,
+    file_reserved_time: Annotated[
+        int, typer.Option("--file-reserved-time", metavar="HOURS", help="Hours a commit-log file is kept after its last write (fileReservedTime).")
+    ] = 72,
+    delete_when: Annotated[
+        str, typer.Option("--delete-when", metavar="HH[;HH]", help="Hours of the day when expired files are deleted, e.g. '04' or '01;04' (deleteWhen).")
+    ] = "04",
+    disk_max_used_space_ratio: Annotated[
+        int,
+        typer.Option(
+            "--disk-max-used-space-ratio", metavar="PCT",
+            help="Disk use (percent) past which expired files are deleted at any hour (diskMaxUsedSpaceRatio; the store clamps it to 10..95).",
+        ),
+    ] = 75,
+    clean_file_forcibly: Annotated[
+        bool,
+        typer.Option(
+            "--clean-file-forcibly/--no-clean-file-forcibly",
+            help="Delete the oldest files, even unexpired, when the disk is nearly full (cleanFileForciblyEnable).",
+        ),
+    ] = True,
+    max_idle_seconds: Annotated[
+        int,
+        typer.Option(
+            "--max-idle-seconds", metavar="SECONDS",
+            help="Close a connection of the broker or name server with no traffic for this long, 0 = never (serverChannelMaxIdleTimeSeconds).",
+        ),
+    ] = DEFAULT_MAX_IDLE_SECONDS,
+    max_connections: Annotated[
+        int, typer.Option("--max-connections", help="Connections the broker and the name server each accept at once; more are closed at accept.")
+    ] = DEFAULT_MAX_CONNECTIONS,
+    recover_metadata: Annotated[
+        bool,
+        typer.Option(
+            "--recover-metadata",
+            help="Start even when a metadata JSON (topics, offsets, ...) and its .bak are both unreadable; their state starts empty.",
+        ),
+    ] = False,
+    log_level: Annotated[LogLevel, typer.Option("--log-level", case_sensitive=False, help="Lowest level logged.")] = LogLevel.INFO,
+    log_file: Annotated[
+        Path | None, typer.Option("--log-file", metavar="PATH", help="Log to this file, rotated by size (default: stderr).")
+    ] = None,
+    log_max_bytes: Annotated[int, typer.Option("--log-max-bytes", help="Size at which --log-file is rotated, bytes.")] = DEFAULT_LOG_MAX_BYTES,
+    log_backups: Annotated[int, typer.Option("--log-backups", help="Rotated log files kept.")] = DEFAULT_LOG_BACKUPS,
 ) -> None:
     """Run a name server and a broker (both by default) until Ctrl-C or SIGTERM."""
     if namesrv_only and broker_only:
         raise fail("--namesrv-only and --broker-only exclude each other", EXIT_USAGE)
     if broker_only and not namesrv:
         raise fail("--broker-only needs --namesrv ADDR (or NAMESRV_ADDR)", EXIT_USAGE)
-    for name, value in (("--port", port), ("--namesrv-port", namesrv_port)):
-        if not 0 <= value <= 65535:
-            raise fail(f"{name} must be 0..65535, not {value}", EXIT_USAGE)
+    _check_ranges([
+        ("--port", port, 0, 65535),
+        ("--namesrv-port", namesrv_port, 0, 65535),
+        ("--file-reserved-time", file_reserved_time, 1, None),
+        ("--disk-max-used-space-ratio", disk_max_used_space_ratio, 1, 100),
+        ("--max-idle-seconds", max_idle_seconds, 0, None),
+        ("--max-connections", max_connections, 1, None),
+        ("--log-max-bytes", log_max_bytes, 1, None),
+        ("--log-backups", log_backups, 1, None),
+    ])  # fmt: skip
+    from rocketpipe.broker import BrokerConfig
+    from rocketpipe.store import StoreConfig
+
+    try:
+        StoreConfig(root_dir=data_dir, delete_when=delete_when)  # the store's own check of the hours
+    except InvalidArgumentError as exc:
+        raise fail(f"--delete-when: {exc}", EXIT_USAGE) from None
+
+    limits = ServerLimits(server_channel_max_idle_time_seconds=max_idle_seconds, server_max_connections=max_connections)
+    broker_config = None
+    if not namesrv_only:
+        broker_config = BrokerConfig(
+            broker_name=broker_name,
+            broker_cluster_name=cluster_name,
+            host=host,
+            listen_port=port,
+            store_dir=data_dir,
+            flush_disk_type="SYNC_FLUSH" if flush is FlushMode.SYNC else "ASYNC_FLUSH",
+            auto_create_topic_enable=auto_create_topic,
+            file_reserved_time=file_reserved_time,
+            delete_when=delete_when,
+            disk_max_used_space_ratio=disk_max_used_space_ratio,
+            clean_file_forcibly_enable=clean_file_forcibly,
+            server_channel_max_idle_time_seconds=max_idle_seconds,
+            server_max_connections=max_connections,
+            recover_metadata=recover_metadata,
+        )
+    try:
+        configure_logging(log_level, log_file, max_bytes=log_max_bytes, backups=log_backups)
+    except OSError as exc:
+        raise fail(f"cannot open --log-file {log_file}: {exc}", EXIT_USAGE) from None
+    period_s = BrokerConfig.register_name_server_period_ms / 1000
+    if 0 < max_idle_seconds <= period_s:
+        log.warning(
+            "--max-idle-seconds %d is not above the %gs period of broker registrations and client heartbeats: "
+            "quiet peers will be disconnected between them (the name server drops a broker whose connection closes)",
+            max_idle_seconds, period_s,
+        )  # fmt: skip
     try:
         asyncio.run(
             run_servers(
                 host=host,
                 namesrv_port=None if broker_only else namesrv_port,
-                broker_port=None if namesrv_only else port,
                 namesrv_addr=namesrv if broker_only else None,
-                data_dir=data_dir,
-                flush_mode=flush,
-                broker_name=broker_name,
-                cluster_name=cluster_name,
-                auto_create_topic=auto_create_topic,
+                broker_config=broker_config,
+                limits=limits,
             )
         )
     except OSError as exc:
+        log.error("cannot listen: %s", exc)
         raise fail(f"cannot listen: {exc}", EXIT_CONNECTION) from None
+    except Exception as exc:  # noqa: BLE001 - logged for --log-file readers, then reported as usual
+        log.error("rocketpipe serve failed: %s: %s", type(exc).__name__, exc, exc_info=not isinstance(exc, RocketMQError))
+        raise

@@ -7,10 +7,18 @@ Mirrors ``LocalFileOffsetStore``: one file per client id and group,
 fastjson form — ``{"offsetTable":{{"brokerName":..,"queueId":..,"topic":..}:offset}}`` — so a
 Java client and this one can read each other's files.
 
-Writes are atomic: a temporary file is written and fsynced, the previous file is kept as
-``offsets.json.bak``, then the temporary file replaces ``offsets.json``. Reading falls back to
-the ``.bak`` file when the main one is missing or unreadable. I/O failures are logged, never
-raised (a broadcasting consumer keeps consuming).
+Files are written and read with the policy of the broker's metadata files
+(:mod:`rocketpipe.backup_file`, Java's ``MixAll.string2File``): a temporary
+file is written and fsynced, the previous file is kept as ``offsets.json.bak``, the temporary
+file replaces ``offsets.json``, the directory is fsynced — a valid ``.bak`` exists after every
+write (the first one writes both). Reading uses the ``.bak`` when the main file is missing,
+empty or not an ``OffsetSerializeWrapper`` (one WARNING line; a bad main file is kept as
+``offsets.json.corrupt-<ms>``). When no copy is usable, :meth:`~LocalOffsetStore.load` raises
+:class:`OffsetFileError` (Java's ``readLocalOffsetBak`` throws ``MQClientException``: the
+consumer does not start) and writes are skipped, so the bad files are never overwritten
+(``persist``/``persistAll`` log and return, as Java); ``read_offset`` answers −1. Java returns an
+empty table when the main file is bad and there is no ``.bak``; here that is an error too. Write
+failures are logged, never raised (a broadcasting consumer keeps consuming).
 
 Same interface as :class:`~rocketpipe.client.consumer.offsets.RemoteOffsetStore`.
 """
@@ -25,6 +33,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
+from ...backup_file import MetadataError, read_with_backup, write_atomic
 from ...errors import ProtocolError
 from ...protocol.bodies import javajson as jj
 from ...protocol.message import MessageQueue
@@ -35,6 +44,15 @@ log = logging.getLogger(__name__)
 #: Default of ``rocketmq.client.localOffsetStoreDir``: ``~/.rocketmq_offsets``.
 DEFAULT_LOCAL_OFFSET_STORE_DIR: Final = os.path.join(os.path.expanduser("~"), ".rocketmq_offsets")
 OFFSETS_FILE_NAME: Final = "offsets.json"
+
+
+class OffsetFileError(MetadataError):
+    """``offsets.json`` and its ``.bak`` are both unusable (Java: ``MQClientException`` from
+    ``readLocalOffsetBak``); nothing was loaded and nothing will be written over them.
+
+    Attributes:
+        paths: the files present and unusable.
+    """
 
 
 def local_offsets_path(client_id: str, group: str, base_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -55,10 +73,12 @@ def decode_offsets(data: bytes | str) -> dict[MessageQueue, int]:
     """Decode an ``OffsetSerializeWrapper`` (any MessageQueue key shape).
 
     Raises:
-        ProtocolError: not JSON.
+        ProtocolError: not JSON, or not an object with an ``offsetTable`` map.
     """
-    d = jj.as_dict(jj.loads(data))
-    return jj.message_queue_map(d.get("offsetTable"), jj.as_int)
+    d = jj.loads(data)
+    if not isinstance(d, dict) or not isinstance(d.get("offsetTable"), (dict, list)):
+        raise ProtocolError("not an OffsetSerializeWrapper (no offsetTable map)")
+    return jj.message_queue_map(d["offsetTable"], jj.as_int)
 
 
 class LocalOffsetStore:
@@ -78,43 +98,40 @@ class LocalOffsetStore:
     # -------------------------------------------------------------- file I/O
 
     def read_file(self) -> dict[MessageQueue, int]:
-        """Return the offsets of the file (or of its ``.bak``); empty when neither is readable."""
-        for p in (self.path, self.path.with_name(self.path.name + ".bak")):
-            try:
-                data = p.read_bytes()
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                log.warning("read local offsets failed path=%s err=%s", p, exc)
-                continue
-            if not data.strip():
-                continue
-            try:
-                return decode_offsets(data)
-            except ProtocolError as exc:
-                log.warning("bad local offsets file path=%s err=%s", p, exc)
-        return {}
+        """Return the offsets of the file, or of its ``.bak`` (``readLocalOffset``); empty when neither exists.
+
+        Raises:
+            OffsetFileError: a file exists but no copy is usable (nothing renamed).
+            OSError: a file cannot be read, or a bad main file cannot be set aside.
+        """
+        with self._file_lock:  # a concurrent write renames the files
+            return self._read_unlocked()
+
+    def _read_unlocked(self) -> dict[MessageQueue, int]:
+        return _read_with_backup(self.path)
 
     def write_file(self, table: dict[MessageQueue, int] | None = None) -> bool:
         """Write ``table`` (default: the in-memory table) atomically; False (logged) on failure."""
         data = encode_offsets(self._table if table is None else table)
-        tmp = self.path.with_name(self.path.name + ".tmp")
+        with self._file_lock:
+            return self._write_unlocked(data)
+
+    def _write_unlocked(self, data: bytes) -> bool:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            if self.path.exists():
-                os.replace(self.path, self.path.with_name(self.path.name + ".bak"))
-            os.replace(tmp, self.path)
+            write_atomic(self.path, data)
             return True
         except OSError as exc:
             log.warning("write local offsets failed path=%s err=%s", self.path, exc)
             return False
 
     def load(self) -> None:
-        """Read the file into memory (``LocalFileOffsetStore.load``)."""
+        """Read the file into memory (``LocalFileOffsetStore.load``).
+
+        Raises:
+            OffsetFileError: ``offsets.json`` and its ``.bak`` are both unusable (Java:
+                ``MQClientException``); the consumer must not start.
+            OSError: a file cannot be read.
+        """
         for mq, off in self.read_file().items():
             self._table[mq] = off
 
@@ -136,7 +153,11 @@ class LocalOffsetStore:
             cached = self._table.get(mq)
             if cached is not None or kind is ReadOffsetType.READ_FROM_MEMORY:
                 return -1 if cached is None else cached
-        stored = (await asyncio.to_thread(self.read_file)).get(mq)
+        try:
+            stored = (await asyncio.to_thread(self.read_file)).get(mq)
+        except (OffsetFileError, OSError) as exc:  # Java: readLocalOffset failed -> -1
+            log.warning("read local offsets failed path=%s err=%s", self.path, exc)
+            return -1
         if stored is None:
             return -1
         self.update_offset(mq, stored, increase_only=False)
@@ -144,11 +165,19 @@ class LocalOffsetStore:
 
     def _merge_into_file(self, offsets: dict[MessageQueue, int]) -> bool:
         """Read the file, put ``offsets`` into it, write it back (one writer at a time: a
-        periodic ``persist_all`` and a rebalance's ``persist`` may overlap in threads)."""
+        periodic ``persist_all`` and a rebalance's ``persist`` may overlap in threads).
+
+        When the file cannot be read nothing is written (Java's ``persist``: log, return), so
+        files that are unreadable now are never replaced by a table missing their offsets.
+        """
         with self._file_lock:
-            table = self.read_file()
+            try:
+                table = self._read_unlocked()
+            except (OffsetFileError, OSError) as exc:
+                log.error("local offsets not written: reading path=%s failed: %s", self.path, exc)
+                return False
             table.update(offsets)
-            return self.write_file(table)
+            return self._write_unlocked(encode_offsets(table))
 
     async def persist(self, mq: MessageQueue, *, oneway: bool = False) -> None:
         """Write ``mq``'s offset into the file (no error raised).
@@ -182,6 +211,26 @@ class LocalOffsetStore:
 
 
 
+def _decode(data: bytes) -> dict[MessageQueue, int]:
+    try:
+        return decode_offsets(data)
+    except ProtocolError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _read_with_backup(path: Path) -> dict[MessageQueue, int]:
+    """:func:`~rocketpipe.backup_file.read_with_backup` of ``offsets.json`` (never ``recover``).
+
+    Raises:
+        OffsetFileError: a file is present and no copy is usable.
+    """
+    try:
+        loaded = read_with_backup(path, _decode, hint="repair or remove the files")
+    except MetadataError as exc:
+        raise OffsetFileError(str(exc), exc.paths) from None
+    return loaded.value or {}
+
+
 class NoCommitOffsetView:
     """The offset store as seen by a BROADCASTING pull loop: never piggy-backs a commit offset.
 
@@ -200,4 +249,12 @@ class NoCommitOffsetView:
         return getattr(self._store, name)
 
 
-__all__ = ["DEFAULT_LOCAL_OFFSET_STORE_DIR", "LocalOffsetStore", "NoCommitOffsetView", "decode_offsets", "encode_offsets", "local_offsets_path"]
+__all__ = [
+    "DEFAULT_LOCAL_OFFSET_STORE_DIR",
+    "LocalOffsetStore",
+    "NoCommitOffsetView",
+    "OffsetFileError",
+    "decode_offsets",
+    "encode_offsets",
+    "local_offsets_path",
+]

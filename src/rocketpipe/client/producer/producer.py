@@ -500,12 +500,14 @@ class Producer:
                 if exc.response_code not in RETRY_RESPONSE_CODES:
                     raise
                 refresh = exc.refresh_route
-                log.warning("send failed, retrying topic=%s broker=%s attempt=%d err=%s", topic, last_broker, attempt + 1, exc)
+                if attempt + 1 < attempts:
+                    log.warning("send failed, retrying topic=%s broker=%s attempt=%d err=%s", topic, last_broker, attempt + 1, exc)
                 continue
             except RocketMQError as exc:
                 last_exc = exc
                 refresh = exc.refresh_route
-                log.warning("send failed, retrying topic=%s broker=%s attempt=%d err=%s", topic, last_broker, attempt + 1, exc)
+                if attempt + 1 < attempts:
+                    log.warning("send failed, retrying topic=%s broker=%s attempt=%d err=%s", topic, last_broker, attempt + 1, exc)
                 continue
             if result.send_status is not SendStatus.SEND_OK and self.retry_another_broker_when_not_store_ok and attempt + 1 < attempts:
                 log.warning("send stored with %s, retrying on another broker topic=%s", result.send_status.name, topic)
