@@ -17,7 +17,7 @@ from serve_process import ServeProcess
 from waiting import wait_until
 
 from rocketpipe import Admin, LitePullConsumer, Message, Producer
-from rocketpipe.errors import ServiceNotAvailableError
+from rocketpipe.errors import RocketMQError, ServiceNotAvailableError
 from rocketpipe.testing.cluster import local_cluster
 
 TOPIC = "Fill"
@@ -94,6 +94,15 @@ def test_serve_on_a_disk_too_small_for_a_segment_answers_and_stays_up(small_fs: 
     with ServeProcess(fs / "store", tmp_path / "serve.log") as serve:
 
         async def scenario() -> str:
+            async with Admin(serve.namesrv_addr) as admin:  # the broker registers right after it listens
+
+                async def registered() -> bool:
+                    try:
+                        return bool(await admin.topic_queues("TBW102"))
+                    except RocketMQError:
+                        return False
+
+                await wait_until(registered, timeout=30, what="the broker's routes on the name server")
             async with Producer("pg", namesrv_addr=serve.namesrv_addr, retry_times_when_send_failed=0) as producer:
                 for _ in range(3):
                     with pytest.raises(ServiceNotAvailableError) as info:
