@@ -9,6 +9,7 @@ writes resume once space returns.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -52,6 +53,10 @@ async def test_filling_the_disk_refuses_puts_keeps_reads_and_resumes(small_fs: C
         mapped_file_size_consume_queue=20 * 10_000,
         clean_resource_interval=100,  # the disk check every 100 ms
         clean_file_forcibly_enable=False,  # keep every message: this test counts them
+        # a key index of 40 KiB of slots and 2 MiB of entries: with Java's 5M slots the index alone
+        # reserves up to 20 MiB of slot blocks as keys arrive, and would take back the space freed below
+        max_hash_slot_num=10_000,
+        max_index_num=100_000,
     ) as c:
         async with Admin(c.namesrv_addr) as admin:
             await admin.create_topic(TOPIC, queue_nums=2)
@@ -115,3 +120,39 @@ def test_serve_on_a_disk_too_small_for_a_segment_answers_and_stays_up(small_fs: 
         assert not list((fs / "store" / "commitlog").glob("0*"))  # no short or sparse file left behind
         assert serve.terminate() == 0
     assert "disk full" in serve.log_text()
+
+
+def test_close_on_a_full_disk_keeps_the_abort_marker_and_loses_nothing(small_fs: Callable[..., Path], caplog: pytest.LogCaptureFixture) -> None:
+    """The final flush cannot write (not one free block): close logs, unmaps, and the next start recovers."""
+    from rocketpipe.store import MessageInner, MessageStore, PutStatus, StoreConfig
+
+    fs = small_fs(8)
+    root = fs / "store"
+    cfg = StoreConfig(root, mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue=20 * 1000, max_hash_slot_num=1000, max_index_num=10_000)
+
+    def msg(i: int) -> MessageInner:
+        return MessageInner(TOPIC, 0, f"{i:06d}".encode() * 100, properties={"KEYS": f"k{i}"}, store_host="127.0.0.1:10911")
+
+    store = MessageStore(cfg)
+    store.load()
+    acked = 0
+    while acked < 100_000:
+        if store.put_message(msg(acked)).status is not PutStatus.PUT_OK:
+            break
+        acked += 1
+    assert store.disk_full and acked > 1000
+    fd = os.open(fs / "ballast", os.O_WRONLY | os.O_CREAT)  # take every block left: the final flush cannot allocate
+    try:
+        with pytest.raises(OSError, match="No space left"):
+            for _ in range(8 << 8):  # 8 MiB in 4 KiB writes at most
+                os.write(fd, b"\1" * 4096)
+    finally:
+        os.close(fd)
+    store.close()  # must not raise
+    assert "final flush failed" in caplog.text and "No space left" in caplog.text
+    assert store.is_closed and (root / "abort").exists()
+    (fs / "ballast").unlink()
+    with MessageStore(cfg) as again:
+        assert again.get_max_offset(TOPIC, 0) == acked
+        last = again.get_message(TOPIC, 0, acked - 1, 1)
+        assert last.buffers and f"{acked - 1:06d}".encode() * 100 in bytes(last.buffers[0])

@@ -63,6 +63,9 @@ class BrokerConfig:
             ``flushIntervalConsumeQueue``). The SYNC_FLUSH group commit syncs the commit log only.
         mapped_file_size_commit_log: commit-log segment size in bytes, or None for the store's default.
         mapped_file_size_consume_queue: consume-queue segment size in bytes, or None.
+        message_index_enable: keep the key index used by QUERY_MESSAGE (``messageIndexEnable``, true).
+        max_hash_slot_num: hash slots of one key-index file (``maxHashSlotNum``, 5 000 000).
+        max_index_num: entries of one key-index file (``maxIndexNum``, 20 000 000).
         region_id: returned as ``MSG_REGION`` on send responses.
         trace_on: returned as ``TRACE_ON`` on send responses.
         enable_property_filter: accept SQL92 subscriptions (``enablePropertyFilter``, default
@@ -133,6 +136,9 @@ class BrokerConfig:
     flush_interval_consume_queue_ms: int = 1000
     mapped_file_size_commit_log: int | None = None
     mapped_file_size_consume_queue: int | None = None
+    message_index_enable: bool = True
+    max_hash_slot_num: int = 5_000_000
+    max_index_num: int = 5_000_000 * 4
     region_id: str = "DefaultRegion"
     trace_on: bool = True
     enable_property_filter: bool = False

@@ -75,6 +75,10 @@ class StoreConfig:
         message_delay_level: delay levels; used to rebuild SCHEDULE_TOPIC_XXXX tags codes
             (delivery times) on recovery.
         message_index_enable: keep the key index (``index/``) used by QUERY_MESSAGE (true).
+        max_hash_slot_num: hash slots of one index file (``maxHashSlotNum``, 5 000 000; 4 bytes
+            each, reserved on disk 64 KiB at a time as they are first used).
+        max_index_num: entries of one index file (``maxIndexNum``, 20 000 000; 20 bytes each,
+            reserved 1 MiB ahead).
         max_msgs_num_batch: most messages one key query returns (64, ``maxMsgsNumBatch``).
         default_query_max_num: ``maxNum`` the broker uses for unique-key queries (32,
             ``defaultQueryMaxNum``).
@@ -117,6 +121,8 @@ class StoreConfig:
     message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
     prefault_ahead_bytes: int = 0
     message_index_enable: bool = True
+    max_hash_slot_num: int = 5_000_000
+    max_index_num: int = 5_000_000 * 4
     max_msgs_num_batch: int = 64
     default_query_max_num: int = 32
     disk_max_used_space_ratio: int = 75
@@ -162,6 +168,11 @@ class StoreConfig:
         ):
             if getattr(self, name) <= 0:
                 raise InvalidArgumentError(f"{name} must be positive, not {getattr(self, name)}")
+        if self.max_hash_slot_num <= 0 or self.max_index_num < 2:
+            raise InvalidArgumentError(
+                f"max_hash_slot_num must be positive and max_index_num at least 2 (entry 0 is unused), "
+                f"not {self.max_hash_slot_num} and {self.max_index_num}"
+            )
         if self.prefault_ahead_bytes < 0:
             raise InvalidArgumentError("prefault_ahead_bytes must be >= 0 (0 turns prefaulting off)")
         if self.flush_commit_log_least_pages < 0:

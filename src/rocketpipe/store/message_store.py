@@ -92,7 +92,9 @@ class MessageStore:
         self._id_prefixes: dict[str, str] = {}  # store host -> hex of its address bytes
         self._tag_codes: dict[str, int] = {}  # TAGS value -> tags code (bounded memo)
         #: key index (``index/``, Java's IndexService) behind :meth:`query_message`; None when disabled
-        self.index: KeyIndex | None = KeyIndex(root / "index") if config.message_index_enable else None
+        self.index: KeyIndex | None = (
+            KeyIndex(root / "index", config.max_hash_slot_num, config.max_index_num) if config.message_index_enable else None
+        )
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -158,6 +160,8 @@ class MessageStore:
         if self.index is not None:  # maps index/, re-indexes the commit log past its last entry
             self.index.load(cl.write_offset, lambda start: scan_commit_log(cl, start))
         self._last_store_ts = self._checkpoint.physic_msg_timestamp
+        if cp is None:  # the file's page exists from now on: a later save never needs disk space
+            self._checkpoint.save()
         self._abort_path.touch()
         self._loaded = True
         if not clean or rebuild:
@@ -309,8 +313,9 @@ class MessageStore:
     def close(self) -> None:
         """Flush everything, write the checkpoint, remove ``abort`` and unmap (idempotent).
 
-        Raises:
-            OSError: the final flush failed (``abort`` then stays, so the next load recovers).
+        When the final flush or manifest write fails (a full disk, an I/O error) the error is
+        logged in one line, ``abort`` stays so that the next load recovers from the checkpoint,
+        and the files are still unmapped and closed: close never raises for it.
         """
         if self._closed or not self._loaded:
             self._closed = True
@@ -318,15 +323,24 @@ class MessageStore:
         with self._flush_lock:
             with self._lock:  # no put can be half-way through an append below
                 self._closed = True
-            self._flush_locked(consume_queues=True, least_pages=0, force_checkpoint=True)
-            self._write_manifest()
-            self._abort_path.unlink(missing_ok=True)
-            self.commit_log.close()
-            if self.index is not None:
-                self.index.close()
-            for queues in self._queues.values():
-                for cq in queues.values():
-                    cq.close()
+            try:
+                self._flush_locked(consume_queues=True, least_pages=0, force_checkpoint=True)
+                self._write_manifest()
+            except OSError as exc:
+                log.error(
+                    "store root=%s final flush failed (%s); the abort marker stays and the next start recovers "
+                    "from the checkpoint at offset %d",
+                    self.config.root_dir, exc, self._checkpoint.master_flushed_offset,
+                )
+            else:
+                self._abort_path.unlink(missing_ok=True)
+            finally:
+                self.commit_log.close()
+                if self.index is not None:
+                    self.index.close()
+                for queues in self._queues.values():
+                    for cq in queues.values():
+                        cq.close()
 
     @property
     def is_closed(self) -> bool:
