@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 DEMO_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: demo test interop venv bench bench-restart clean
+.PHONY: demo test lint interop venv bench bench-restart clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,16 @@ venv: $(STAMP)
 demo: $(STAMP)
 	PYSPARK_PYTHON=$(abspath $(PY)) $(VENV)/bin/rocketpipe demo $(DEMO_ARGS)
 
-test: $(STAMP)
+test: lint
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q $(PYTEST_ARGS)
+
+# The gates CI holds every change to (config in pyproject.toml): ruff lint and format, mypy --strict
+# at zero errors, and the layer rules of docs/architecture.md (import-linter). `make test` runs it first.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 # Wire compatibility only: real Apache RocketMQ 5.3.3 / 4.9.7 brokers, the Java 5.3.3 / 4.9.8 clients
 # and mqadmin from Maven Central (cached in ~/.m2); prints the conformance matrix. `make test` runs it too.

@@ -58,8 +58,16 @@ class Result:
         return self.messages / self.seconds if self.seconds > 0 and self.error is None else 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {"scenario": self.scenario, "messages": self.messages, "seconds": self.seconds, "msg_per_s": self.rate,
-                "p50_ms": self.p50_ms, "p99_ms": self.p99_ms, "note": self.note, "error": self.error}
+        return {
+            "scenario": self.scenario,
+            "messages": self.messages,
+            "seconds": self.seconds,
+            "msg_per_s": self.rate,
+            "p50_ms": self.p50_ms,
+            "p99_ms": self.p99_ms,
+            "note": self.note,
+            "error": self.error,
+        }
 
 
 def body(size: int, i: int) -> bytes:
@@ -95,8 +103,23 @@ def _stop(proc: subprocess.Popen[Any], grace: float = 30.0) -> None:
 def rocketpipe_serve(tmp: Path, flush: str) -> Iterator[str]:
     """``python -m rocketpipe serve`` on free ports; yields the name server address."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rocketpipe", "serve", "--port", "0", "--namesrv-port", "0", "--data-dir", str(tmp / "store"), "--flush", flush],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "rocketpipe",
+            "serve",
+            "--port",
+            "0",
+            "--namesrv-port",
+            "0",
+            "--data-dir",
+            str(tmp / "store"),
+            "--flush",
+            flush,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         lines: queue.Queue[str] = queue.Queue()
@@ -131,8 +154,14 @@ def apache_broker(tmp: Path, flush: str) -> Iterator[str]:
         from rocketpipe.testing.apache import JVM_OPTS, ApacheUnavailableError, start_apache_cluster
     except ImportError as exc:
         raise Unavailable(one_line(exc)) from exc
-    jvm = ("-Xms1g", "-Xmx1g", "-XX:MaxDirectMemorySize=1g", "-XX:+UseG1GC", "-XX:-UsePerfData",
-           *(o for o in JVM_OPTS if o.startswith(("--add-opens", "-Djava.net."))))
+    jvm = (
+        "-Xms1g",
+        "-Xmx1g",
+        "-XX:MaxDirectMemorySize=1g",
+        "-XX:+UseG1GC",
+        "-XX:-UsePerfData",
+        *(o for o in JVM_OPTS if o.startswith(("--add-opens", "-Djava.net."))),
+    )
     cpus = os.cpu_count() or 2
     conf = {
         "flushDiskType": "ASYNC_FLUSH" if flush == "async" else "SYNC_FLUSH",
@@ -142,7 +171,9 @@ def apache_broker(tmp: Path, flush: str) -> Iterator[str]:
         "pullMessageThreadPoolNums": str(16 + 2 * cpus),
     }
     try:
-        cluster = start_apache_cluster(APACHE_VERSION, tmp / "apache", broker_conf=conf, broker_jvm_opts=jvm, timeout=180.0)
+        cluster = start_apache_cluster(
+            APACHE_VERSION, tmp / "apache", broker_conf=conf, broker_jvm_opts=jvm, timeout=180.0
+        )
     except ApacheUnavailableError as exc:
         raise Unavailable(one_line(exc)) from exc
     try:
@@ -173,9 +204,28 @@ def redis_server(tmp: Path, flush: str) -> Iterator[Any]:
     data = tmp / "redis"
     data.mkdir(parents=True, exist_ok=True)
     port = _free_port()
-    cmd = [exe, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(data), "--save", "", "--appendonly", "yes",
-           "--appendfsync", "everysec" if flush == "async" else "always", "--daemonize", "no", "--logfile", str(data / "redis.log")]
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+    cmd = [
+        exe,
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dir",
+        str(data),
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "everysec" if flush == "async" else "always",
+        "--daemonize",
+        "no",
+        "--logfile",
+        str(data / "redis.log"),
+    ]
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True
+    )
     try:
         client = redis.Redis(host="127.0.0.1", port=port)
         deadline = time.monotonic() + 20
@@ -226,7 +276,9 @@ def xreadgroup(r: Any, stream: str, group: str, expected: int, count: int, timeo
         r.xack(stream, group, *ids)
         total += len(ids)
     dt = time.perf_counter() - t0
-    return Result(f"XREADGROUP {count} + XACK", total, dt, note=None if total >= expected else f"only {total} of {expected}")
+    return Result(
+        f"XREADGROUP {count} + XACK", total, dt, note=None if total >= expected else f"only {total} of {expected}"
+    )
 
 
 def redis_client_name() -> str:

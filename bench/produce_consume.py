@@ -52,10 +52,21 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from peers import APACHE_VERSION, TARGETS, Result, Unavailable, body, one_line, quantiles_ms, redis_client_name, xadd, xreadgroup
 from rich.console import Console
 from rich.table import Table
 
+from peers import (
+    APACHE_VERSION,
+    TARGETS,
+    Result,
+    Unavailable,
+    body,
+    one_line,
+    quantiles_ms,
+    redis_client_name,
+    xadd,
+    xreadgroup,
+)
 from rocketpipe.client import (
     Admin,
     ConsumeConcurrentlyContext,
@@ -124,7 +135,9 @@ async def send_batch(namesrv: str, topic: str, n: int, size: int, per_batch: int
 
         async def one(start: int) -> None:
             async with sem:
-                await p.send_batch([Message.build(topic, body(size, i)) for i in range(start, min(n, start + per_batch))])
+                await p.send_batch(
+                    [Message.build(topic, body(size, i)) for i in range(start, min(n, start + per_batch))]
+                )
 
         t0 = time.perf_counter()
         await asyncio.gather(*(one(s) for s in range(0, n, per_batch)))
@@ -190,16 +203,41 @@ def plan(n: int, prefix: str) -> list[Scenario]:
     """The scenarios of one round, in run order, on ``prefix-*`` topics / streams / groups."""
     serial, piped, batch = max(200, n // 20), n // 2, f"{prefix}-batch"
     return [
-        Scenario("send ×1 in flight", serial, lambda ns, sz: send_serial(ns, f"{prefix}-serial", serial, sz),
-                 "XADD ×1", lambda r, sz: xadd(r, f"{prefix}-serial", serial, sz, 1)),
-        Scenario("send ×64 in flight", piped, lambda ns, sz: send_pipelined(ns, f"{prefix}-pipelined", piped, sz),
-                 "XADD ×64", lambda r, sz: xadd(r, f"{prefix}-pipelined", piped, sz, 64)),
-        Scenario("send_batch 32/req ×4", n, lambda ns, sz: send_batch(ns, batch, n, sz),
-                 "XADD ×128", lambda r, sz: xadd(r, batch, n, sz, 128)),
-        Scenario("pull_raw+decode", n, lambda ns, sz: pull_raw(ns, batch),
-                 "XREADGROUP 1024 + XACK", lambda r, sz: xreadgroup(r, batch, f"{prefix}-raw", n, 1024)),
-        Scenario("push consumer", n, lambda ns, sz: push_consumer(ns, batch, n, f"{prefix}-push"),
-                 "XREADGROUP 32 + XACK", lambda r, sz: xreadgroup(r, batch, f"{prefix}-push", n, 32)),
+        Scenario(
+            "send ×1 in flight",
+            serial,
+            lambda ns, sz: send_serial(ns, f"{prefix}-serial", serial, sz),
+            "XADD ×1",
+            lambda r, sz: xadd(r, f"{prefix}-serial", serial, sz, 1),
+        ),
+        Scenario(
+            "send ×64 in flight",
+            piped,
+            lambda ns, sz: send_pipelined(ns, f"{prefix}-pipelined", piped, sz),
+            "XADD ×64",
+            lambda r, sz: xadd(r, f"{prefix}-pipelined", piped, sz, 64),
+        ),
+        Scenario(
+            "send_batch 32/req ×4",
+            n,
+            lambda ns, sz: send_batch(ns, batch, n, sz),
+            "XADD ×128",
+            lambda r, sz: xadd(r, batch, n, sz, 128),
+        ),
+        Scenario(
+            "pull_raw+decode",
+            n,
+            lambda ns, sz: pull_raw(ns, batch),
+            "XREADGROUP 1024 + XACK",
+            lambda r, sz: xreadgroup(r, batch, f"{prefix}-raw", n, 1024),
+        ),
+        Scenario(
+            "push consumer",
+            n,
+            lambda ns, sz: push_consumer(ns, batch, n, f"{prefix}-push"),
+            "XREADGROUP 32 + XACK",
+            lambda r, sz: xreadgroup(r, batch, f"{prefix}-push", n, 32),
+        ),
     ]
 
 
@@ -210,7 +248,9 @@ async def run_rounds(handles: dict[str, Any], args: argparse.Namespace) -> dict[
     an error and the run goes on.
     """
     out: dict[str, list[list[Result]]] = {t: [] for t in handles}
-    rounds = ([("warmup", args.warmup)] if args.warmup > 0 else []) + [(f"r{i}", args.messages) for i in range(1, args.rounds + 1)]
+    rounds = ([("warmup", args.warmup)] if args.warmup > 0 else []) + [
+        (f"r{i}", args.messages) for i in range(1, args.rounds + 1)
+    ]
     for prefix, n in rounds:
         console.print(f"[dim]round {prefix}: {n:,} messages…[/dim]")
         per_target: dict[str, list[Result]] = {t: [] for t in handles}
@@ -242,8 +282,14 @@ def median_result(rounds: list[Result]) -> Result:
     mid = sorted(ok, key=lambda r: r.rate)[len(ok) // 2]
     p50 = [r.p50_ms for r in ok if r.p50_ms is not None]
     p99 = [r.p99_ms for r in ok if r.p99_ms is not None]
-    return Result(mid.scenario, mid.messages, mid.seconds, statistics.median(p50) if p50 else None,
-                  statistics.median(p99) if p99 else None, mid.note)
+    return Result(
+        mid.scenario,
+        mid.messages,
+        mid.seconds,
+        statistics.median(p50) if p50 else None,
+        statistics.median(p99) if p99 else None,
+        mid.note,
+    )
 
 
 def run(args: argparse.Namespace, targets: list[str]) -> dict[str, dict[str, Any]]:
@@ -257,7 +303,10 @@ def run(args: argparse.Namespace, targets: list[str]) -> dict[str, dict[str, Any
                 tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"rocketpipe-bench-{t}-")))
                 handles[t] = stack.enter_context(TARGETS[t](tmp, args.flush))
             except Exception as exc:  # Unavailable, or anything else: reported, never hidden
-                runs[t] = {"status": "not measured", "reason": str(exc) if isinstance(exc, Unavailable) else one_line(exc)}
+                runs[t] = {
+                    "status": "not measured",
+                    "reason": str(exc) if isinstance(exc, Unavailable) else one_line(exc),
+                }
                 console.print(f"[red]{t}: not measured: {runs[t]['reason']}[/red]")
                 continue
             runs[t] = {"status": "measured", "startup_s": time.monotonic() - t0}
@@ -267,7 +316,9 @@ def run(args: argparse.Namespace, targets: list[str]) -> dict[str, dict[str, Any
             runs["redis"]["client"] = redis_client_name()
         for t, rounds in asyncio.run(run_rounds(handles, args)).items():
             runs[t]["rounds"] = rounds
-            runs[t]["results"] = [median_result([rnd[i] for rnd in rounds]) for i in range(len(rounds[0]))] if rounds else []
+            runs[t]["results"] = (
+                [median_result([rnd[i] for rnd in rounds]) for i in range(len(rounds[0]))] if rounds else []
+            )
     return runs
 
 
@@ -283,19 +334,31 @@ def latency(r: Result | None) -> str:
     return "-" if r is None or r.p50_ms is None or r.p99_ms is None or r.error else f"{r.p50_ms:.2f} / {r.p99_ms:.2f}"
 
 
-def comparison(runs: dict[str, dict[str, Any]], peer: str, args: argparse.Namespace) -> tuple[Table, dict[str, dict[str, Any]]]:
+def comparison(
+    runs: dict[str, dict[str, Any]], peer: str, args: argparse.Namespace
+) -> tuple[Table, dict[str, dict[str, Any]]]:
     """rocketpipe vs ``peer`` per scenario: median rates, median [min–max] of the per-round ratios, latencies, notes."""
     run, name = runs[peer], {"apache": f"Apache {APACHE_VERSION}", "redis": "Redis"}[peer]
     if peer == "apache":
         title = f"Same Python client, two brokers ({'ASYNC' if args.flush == 'async' else 'SYNC'}_FLUSH): rocketpipe serve vs Apache RocketMQ {APACHE_VERSION}"
     else:
-        title = (f"rocketpipe (client + broker) vs Redis Streams ({run.get('client', 'redis-py')}, "
-                 f"AOF {'everysec' if args.flush == 'async' else 'always'}, no RDB)")
+        title = (
+            f"rocketpipe (client + broker) vs Redis Streams ({run.get('client', 'redis-py')}, "
+            f"AOF {'everysec' if args.flush == 'async' else 'always'}, no RDB)"
+        )
     missing = f"{name} not measured: {run['reason']}" if run["status"] != "measured" else None
     short = name.split()[0]
     t = Table(title=title, title_justify="left", caption=missing, caption_justify="left")
-    cols = ["scenario", "rocketpipe msg/s", *([f"{name} counterpart"] if peer == "redis" else []), f"{name} msg/s",
-            f"rocketpipe/{short} [min–max]", "p50/p99 ms rp", f"p50/p99 ms {short}", "notes (rp | peer)"]
+    cols = [
+        "scenario",
+        "rocketpipe msg/s",
+        *([f"{name} counterpart"] if peer == "redis" else []),
+        f"{name} msg/s",
+        f"rocketpipe/{short} [min–max]",
+        "p50/p99 ms rp",
+        f"p50/p99 ms {short}",
+        "notes (rp | peer)",
+    ]
     for col in cols:
         t.add_column(col, justify="right" if "msg/s" in col or "ms" in col or "[" in col else "left")
     mine = {r.scenario: r for r in runs["rocketpipe"].get("results", [])}
@@ -304,21 +367,43 @@ def comparison(runs: dict[str, dict[str, Any]], peer: str, args: argparse.Namesp
     for i, sc in enumerate(plan(args.messages, "bench")):
         key = sc.redis_name if peer == "redis" else sc.name
         a, b = mine.get(sc.name), theirs.get(key)
-        pairs = zip([rnd[i] for rnd in runs["rocketpipe"].get("rounds", [])], [rnd[i] for rnd in run.get("rounds", [])], strict=False)
+        pairs = zip(
+            [rnd[i] for rnd in runs["rocketpipe"].get("rounds", [])],
+            [rnd[i] for rnd in run.get("rounds", [])],
+            strict=False,
+        )
         per_round = [x.rate / y.rate for x, y in pairs if x.rate > 0 and y.rate > 0]
         med = statistics.median(per_round) if per_round else None
         ratios[sc.name] = {"peer_scenario": key, "median": med, "rounds": per_round}
-        shown = "-" if med is None else f"{med:.2f}" + (f" [{min(per_round):.2f}–{max(per_round):.2f}]" if len(per_round) > 1 else "")
-        t.add_row(sc.name, cell(a, args.size), *([key] if peer == "redis" else []), "not measured" if missing else cell(b, args.size),
-                  shown, latency(a), latency(b), " | ".join(r.note or "" for r in (a, b) if r and r.note))
+        shown = (
+            "-"
+            if med is None
+            else f"{med:.2f}" + (f" [{min(per_round):.2f}–{max(per_round):.2f}]" if len(per_round) > 1 else "")
+        )
+        t.add_row(
+            sc.name,
+            cell(a, args.size),
+            *([key] if peer == "redis" else []),
+            "not measured" if missing else cell(b, args.size),
+            shown,
+            latency(a),
+            latency(b),
+            " | ".join(r.note or "" for r in (a, b) if r and r.note),
+        )
     return t, ratios
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--peers", default="apache,redis", help="comma-separated peers among apache,redis; 'none' for rocketpipe only")
-    ap.add_argument("--messages", type=int, default=50_000, help="messages of the batch/consume scenarios (others scale from it)")
-    ap.add_argument("--rounds", type=int, default=3, help="measured rounds, interleaved across targets (medians reported)")
+    ap.add_argument(
+        "--peers", default="apache,redis", help="comma-separated peers among apache,redis; 'none' for rocketpipe only"
+    )
+    ap.add_argument(
+        "--messages", type=int, default=50_000, help="messages of the batch/consume scenarios (others scale from it)"
+    )
+    ap.add_argument(
+        "--rounds", type=int, default=3, help="measured rounds, interleaved across targets (medians reported)"
+    )
     ap.add_argument("--warmup", type=int, default=20_000, help="messages of the untimed warm-up round (0: none)")
     ap.add_argument("--size", type=int, default=1024, help="body size in bytes")
     ap.add_argument("--flush", choices=("async", "sync"), default="async")
@@ -334,9 +419,11 @@ def main() -> int:
     runs = run(args, ["rocketpipe", *peers])
     load_end = os.getloadavg()
     sc = plan(args.messages, "bench")
-    console.print(f"{args.size} B bodies, {args.messages:,} messages (send ×1: {sc[0].messages:,}, ×64: {sc[1].messages:,}), {args.rounds} interleaved "
-                  f"rounds after a {args.warmup:,}-message warm-up; {os.cpu_count()} CPUs, load average {load_start[0]:.2f} at start / "
-                  f"{load_end[0]:.2f} at end; one target busy at a time, clients in this process")
+    console.print(
+        f"{args.size} B bodies, {args.messages:,} messages (send ×1: {sc[0].messages:,}, ×64: {sc[1].messages:,}), {args.rounds} interleaved "
+        f"rounds after a {args.warmup:,}-message warm-up; {os.cpu_count()} CPUs, load average {load_start[0]:.2f} at start / "
+        f"{load_end[0]:.2f} at end; one target busy at a time, clients in this process"
+    )
     if runs["rocketpipe"]["status"] != "measured":
         console.print(f"[red]rocketpipe not measured: {runs['rocketpipe']['reason']}[/red]")
     ratios: dict[str, dict[str, dict[str, Any]]] = {}
@@ -352,14 +439,34 @@ def main() -> int:
         console.print(table)
 
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_bytes(orjson.dumps({
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "size": args.size, "messages": args.messages, "rounds": args.rounds,
-        "warmup": args.warmup, "flush": args.flush, "cpus": os.cpu_count(), "loadavg_start": load_start, "loadavg_end": load_end,
-        "apache_version": APACHE_VERSION,
-        "targets": {t: {**r, "results": [x.to_json() for x in r.get("results", [])], "rounds": [[x.to_json() for x in rnd] for rnd in r.get("rounds", [])]}
-                    if r["status"] == "measured" else r for t, r in runs.items()},
-        "ratios": ratios,
-    }, option=orjson.OPT_INDENT_2))
+    args.json.write_bytes(
+        orjson.dumps(
+            {
+                "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "size": args.size,
+                "messages": args.messages,
+                "rounds": args.rounds,
+                "warmup": args.warmup,
+                "flush": args.flush,
+                "cpus": os.cpu_count(),
+                "loadavg_start": load_start,
+                "loadavg_end": load_end,
+                "apache_version": APACHE_VERSION,
+                "targets": {
+                    t: {
+                        **r,
+                        "results": [x.to_json() for x in r.get("results", [])],
+                        "rounds": [[x.to_json() for x in rnd] for rnd in r.get("rounds", [])],
+                    }
+                    if r["status"] == "measured"
+                    else r
+                    for t, r in runs.items()
+                },
+                "ratios": ratios,
+            },
+            option=orjson.OPT_INDENT_2,
+        )
+    )
     console.print(f"written {args.json}")
     return 0 if runs["rocketpipe"]["status"] == "measured" else 1
 

@@ -50,10 +50,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from peers import _free_port, _stop, one_line
 from rich.console import Console
 from rich.table import Table
 
+from peers import _free_port, _stop, one_line
 from rocketpipe.client import Message, Producer
 from rocketpipe.store import MessageInner, MessageStore, StoreConfig
 
@@ -75,10 +75,20 @@ def batch(start: int, n: int, body: bytes, queue_id: int) -> list[MessageInner]:
     """``n`` messages from number ``start``: UNIQ_KEY in the Java client's 32-hex layout, KEYS ``order-<i>``."""
     pid = os.getpid() & 0xFFFF
     return [
-        MessageInner(TOPIC, queue_id, body,
-                     properties={"TAGS": "TagA", "KEYS": f"order-{i}", "UNIQ_KEY": f"7F000001{pid:04X}1B2C3D4E{i >> 16:08X}{i & 0xFFFF:04X}",
-                                 "WAIT": "true"},
-                     born_timestamp=1_700_000_000_000, born_host="127.0.0.1:50000", store_host="127.0.0.1:10911")
+        MessageInner(
+            TOPIC,
+            queue_id,
+            body,
+            properties={
+                "TAGS": "TagA",
+                "KEYS": f"order-{i}",
+                "UNIQ_KEY": f"7F000001{pid:04X}1B2C3D4E{i >> 16:08X}{i & 0xFFFF:04X}",
+                "WAIT": "true",
+            },
+            born_timestamp=1_700_000_000_000,
+            born_host="127.0.0.1:50000",
+            store_host="127.0.0.1:10911",
+        )
         for i in range(start, start + n)
     ]
 
@@ -147,9 +157,20 @@ class Serve:
         with open(self.log, "ab") as out:
             t0 = time.monotonic()
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "rocketpipe", "serve", "--port", str(self.broker_port), "--namesrv-port",
-                 str(self.namesrv_port), "--data-dir", str(self.store)],
-                stdout=out, stderr=subprocess.STDOUT,
+                [
+                    sys.executable,
+                    "-m",
+                    "rocketpipe",
+                    "serve",
+                    "--port",
+                    str(self.broker_port),
+                    "--namesrv-port",
+                    str(self.namesrv_port),
+                    "--data-dir",
+                    str(self.store),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
             )
         while True:
             try:
@@ -239,9 +260,12 @@ def ab_put_rate(tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"rounds": {k: [asdict(b) for b in v] for k, v in runs.items()}}
     for metric in ("put_msg_per_s", "cpu_us_per_msg"):
         per_round = [getattr(a, metric) / getattr(b, metric) for a, b in zip(runs["on"], runs["off"], strict=True)]
-        out[metric] = {"on": statistics.median(getattr(b, metric) for b in runs["on"]),
-                       "off": statistics.median(getattr(b, metric) for b in runs["off"]),
-                       "ratio": statistics.median(per_round), "ratios": per_round}
+        out[metric] = {
+            "on": statistics.median(getattr(b, metric) for b in runs["on"]),
+            "off": statistics.median(getattr(b, metric) for b in runs["off"]),
+            "ratio": statistics.median(per_round),
+            "ratios": per_round,
+        }
     return out
 
 
@@ -252,7 +276,9 @@ def main() -> int:
     ap.add_argument("--kill-after", type=float, default=3.0, help="seconds of sending before the SIGKILL")
     ap.add_argument("--ab-messages", type=int, default=100_000, help="messages per index on/off put round (0: skip)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved index on/off rounds")
-    ap.add_argument("--dir", type=Path, default=Path("out/bench"), help="parent of the scratch stores (same disk as the data)")
+    ap.add_argument(
+        "--dir", type=Path, default=Path("out/bench"), help="parent of the scratch stores (same disk as the data)"
+    )
     ap.add_argument("--json", type=Path, default=Path("out/bench/restart.json"))
     args = ap.parse_args()
     try:
@@ -282,7 +308,12 @@ def main() -> int:
             mb = built.commit_log_bytes / 1e6 if built else 0.0
             console.print(f" {time.monotonic() - t0:.0f} s ({mb:,.0f} MB); restarting ...", end="")
             try:
-                row = {"messages": n, "commit_log_mb": mb, "put_msg_per_s": rate, **restart_cycle(store, args.json.parent / f"restart-{n}.log", args)}
+                row = {
+                    "messages": n,
+                    "commit_log_mb": mb,
+                    "put_msg_per_s": rate,
+                    **restart_cycle(store, args.json.parent / f"restart-{n}.log", args),
+                }
             except Exception as exc:  # shown in the table; the other sizes still run
                 row = {"messages": n, "commit_log_mb": mb, "put_msg_per_s": rate, "error": one_line(exc)}
             console.print(" done" if "error" not in row else f" [red]{row['error']}[/red]")
@@ -290,28 +321,58 @@ def main() -> int:
             shutil.rmtree(store, ignore_errors=True)
     load_end = os.getloadavg()
 
-    table = Table(title=f"rocketpipe serve restart time vs store size ({args.size} B messages); until the broker port accepts",
-                  title_justify="left", caption="goal (issue 8) at 1M messages: clean <= 2 s, after SIGKILL <= 5 s", caption_justify="left")
-    for col in ("messages", "commit log MB", "put msg/s", "clean restart s", "after-SIGKILL restart s", "acked before kill"):
+    table = Table(
+        title=f"rocketpipe serve restart time vs store size ({args.size} B messages); until the broker port accepts",
+        title_justify="left",
+        caption="goal (issue 8) at 1M messages: clean <= 2 s, after SIGKILL <= 5 s",
+        caption_justify="left",
+    )
+    for col in (
+        "messages",
+        "commit log MB",
+        "put msg/s",
+        "clean restart s",
+        "after-SIGKILL restart s",
+        "acked before kill",
+    ):
         table.add_column(col, justify="right")
     for r in rows:
         if "error" in r:
             table.add_row(f"{r['messages']:,}", f"{r['commit_log_mb']:,.0f}", "-", r["error"], "", "")
             continue
-        table.add_row(f"{r['messages']:,}", f"{r['commit_log_mb']:,.0f}", "-" if r["put_msg_per_s"] is None else f"{r['put_msg_per_s']:,.0f}",
-                      f"{r['clean_s']:.2f}", f"{r['after_sigkill_s']:.2f}", f"{r['acked_before_kill']:,}")
+        table.add_row(
+            f"{r['messages']:,}",
+            f"{r['commit_log_mb']:,.0f}",
+            "-" if r["put_msg_per_s"] is None else f"{r['put_msg_per_s']:,.0f}",
+            f"{r['clean_s']:.2f}",
+            f"{r['after_sigkill_s']:.2f}",
+            f"{r['acked_before_kill']:,}",
+        )
     console.print(f"{os.cpu_count()} CPUs, load average {load_start[0]:.2f} at start / {load_end[0]:.2f} at end")
     console.print(table)
     if ab is not None:
         for metric, unit in (("put_msg_per_s", "msg/s"), ("cpu_us_per_msg", "CPU us/msg")):
             m = ab[metric]
-            console.print(f"put_messages x{BATCH}, key index on vs off, {unit}: {m['on']:,.1f} vs {m['off']:,.1f}, ratio on/off "
-                          f"{m['ratio']:.2f} [rounds: {', '.join(f'{x:.2f}' for x in m['ratios'])}]")
+            console.print(
+                f"put_messages x{BATCH}, key index on vs off, {unit}: {m['on']:,.1f} vs {m['off']:,.1f}, ratio on/off "
+                f"{m['ratio']:.2f} [rounds: {', '.join(f'{x:.2f}' for x in m['ratios'])}]"
+            )
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_bytes(orjson.dumps({
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "size": args.size, "kill_after_s": args.kill_after,
-        "cpus": os.cpu_count(), "loadavg_start": load_start, "loadavg_end": load_end, "rows": rows, "put_index_on_off": ab,
-    }, option=orjson.OPT_INDENT_2))
+    args.json.write_bytes(
+        orjson.dumps(
+            {
+                "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "size": args.size,
+                "kill_after_s": args.kill_after,
+                "cpus": os.cpu_count(),
+                "loadavg_start": load_start,
+                "loadavg_end": load_end,
+                "rows": rows,
+                "put_index_on_off": ab,
+            },
+            option=orjson.OPT_INDENT_2,
+        )
+    )
     console.print(f"written {args.json}")
     return 1 if any("error" in r for r in rows) else 0
 

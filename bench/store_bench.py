@@ -25,8 +25,15 @@ _PROPS = {"TAGS": "TagA", "KEYS": "k1", "UNIQ_KEY": "7F0000010001000000000000000
 def _msgs(n: int, body: bytes, string_props: bool) -> list[MessageInner]:
     props: dict[str, str] | str = properties_to_string(_PROPS) if string_props else dict(_PROPS)
     return [
-        MessageInner("BenchTopic", 0, body, properties=props, born_timestamp=1, born_host="127.0.0.1:5555",
-                     store_host="127.0.0.1:10911")
+        MessageInner(
+            "BenchTopic",
+            0,
+            body,
+            properties=props,
+            born_timestamp=1,
+            born_host="127.0.0.1:5555",
+            store_host="127.0.0.1:10911",
+        )
         for _ in range(n)
     ]
 
@@ -47,8 +54,11 @@ def run(count: int, repeat: int, string_props: bool, root: Path, prefault: int) 
     serial = iter(range(1_000_000))
 
     def cfg() -> StoreConfig:
-        return StoreConfig(root_dir=root / str(next(serial)), mapped_file_size_commit_log=256 * 1024 * 1024,
-                           prefault_ahead_bytes=prefault)
+        return StoreConfig(
+            root_dir=root / str(next(serial)),
+            mapped_file_size_commit_log=256 * 1024 * 1024,
+            prefault_ahead_bytes=prefault,
+        )
 
     def line(name: str, rate: float, note: str = "") -> None:
         print(f"{name:22s}: {rate:10.0f} msg/s  ({1e6 / rate:6.2f} us/msg)  {note}")
@@ -57,8 +67,14 @@ def run(count: int, repeat: int, string_props: bool, root: Path, prefault: int) 
     for _ in range(repeat):
         t0 = time.perf_counter()
         for m in msgs:
-            encode_record(topic=m.topic, body=m.body, properties=m.properties, queue_id=0,
-                          born_host=m.born_host, store_host=m.store_host)
+            encode_record(
+                topic=m.topic,
+                body=m.body,
+                properties=m.properties,
+                queue_id=0,
+                born_host=m.born_host,
+                store_host=m.store_host,
+            )
         best = max(best, count / (time.perf_counter() - t0))
     line("encode_record only", best, "[anchor: codec cost alone]")
 
@@ -95,7 +111,9 @@ def run(count: int, repeat: int, string_props: bool, root: Path, prefault: int) 
         batched(store)
         t0 = time.perf_counter()
         store.flush()
-        print(f"{'flush all':22s}: {(time.perf_counter() - t0) * 1e3:10.1f} ms for {store.get_max_phy_offset() / 1e6:.0f} MB")
+        print(
+            f"{'flush all':22s}: {(time.perf_counter() - t0) * 1e3:10.1f} ms for {store.get_max_phy_offset() / 1e6:.0f} MB"
+        )
         t0 = time.perf_counter()
         off = n = 0
         while True:
@@ -112,8 +130,11 @@ def main() -> None:
     ap.add_argument("--count", type=int, default=50_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", type=Path, default=None, help="parent of the scratch store (default: system temp)")
-    ap.add_argument("--string-props", action="store_true",
-                    help="pass properties as the wire string (as the broker can) instead of a dict")
+    ap.add_argument(
+        "--string-props",
+        action="store_true",
+        help="pass properties as the wire string (as the broker can) instead of a dict",
+    )
     ap.add_argument("--prefault", type=int, default=0, help="prefault_ahead_bytes of the store")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=a.dir) as d:

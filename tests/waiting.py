@@ -7,7 +7,12 @@ import time
 from collections.abc import Awaitable, Callable
 
 
-async def wait_until(predicate: Callable[[], bool | Awaitable[bool]], timeout: float = 10.0, interval: float = 0.02, what: str = "condition") -> None:
+async def wait_until(
+    predicate: Callable[[], bool | Awaitable[bool]],
+    timeout: float = 10.0,
+    interval: float = 0.02,
+    what: str = "condition",
+) -> None:
     """Poll ``predicate`` (sync or async) until it is true; fail the test after ``timeout`` seconds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -22,7 +27,9 @@ async def wait_until(predicate: Callable[[], bool | Awaitable[bool]], timeout: f
         await asyncio.sleep(interval)
 
 
-def wait_until_sync(predicate: Callable[[], bool], timeout: float = 10.0, interval: float = 0.02, what: str = "condition") -> None:
+def wait_until_sync(
+    predicate: Callable[[], bool], timeout: float = 10.0, interval: float = 0.02, what: str = "condition"
+) -> None:
     """Blocking variant of :func:`wait_until` for sync code (Spark, sync facades)."""
     deadline = time.monotonic() + timeout
     while not predicate():

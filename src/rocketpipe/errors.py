@@ -96,7 +96,7 @@ class BrokerError(RocketMQError):
         super().__init__(f"code={self.response_code} {self.remark}".strip())
 
 
-class SystemError_(BrokerError):  # noqa: N801 - avoid shadowing the builtin SystemError
+class SystemError_(BrokerError):
     """SYSTEM_ERROR (1)."""
 
     code = 1

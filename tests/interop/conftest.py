@@ -23,12 +23,21 @@ from typing import Any
 import pytest
 from interop_support import JAVA_CLIENT_VERSIONS, TIMINGS, JavaClient, Target, build_java_project
 
-from rocketpipe.testing.apache import APACHE_VERSIONS, FAST_DELAY_LEVELS, ApacheCluster, ApacheUnavailableError, apache_cluster, prepare_home
+from rocketpipe.testing.apache import (
+    APACHE_VERSIONS,
+    FAST_DELAY_LEVELS,
+    ApacheCluster,
+    ApacheUnavailableError,
+    apache_cluster,
+    prepare_home,
+)
 from rocketpipe.testing.cluster import local_cluster
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "interop: needs java + mvn + Maven Central; runs real Apache RocketMQ JVMs (tests/interop)")
+    config.addinivalue_line(
+        "markers", "interop: needs java + mvn + Maven Central; runs real Apache RocketMQ JVMs (tests/interop)"
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -62,7 +71,9 @@ def apache_4(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheCluster
 async def target(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Target]:
     kind = request.param
     if kind == "embedded":
-        async with local_cluster(tmp_path / "store", message_delay_level=FAST_DELAY_LEVELS, enable_property_filter=True) as c:
+        async with local_cluster(
+            tmp_path / "store", message_delay_level=FAST_DELAY_LEVELS, enable_property_filter=True
+        ) as c:
             yield Target(kind, c.namesrv_addr, c.broker_addr, c.broker.config.broker_name)
         return
     ac: ApacheCluster = request.getfixturevalue(kind.replace("-", "_"))
@@ -105,9 +116,17 @@ def _cell(nodeid: str) -> tuple[str, str, str] | None:
     params = params.rstrip("]")
     module = module.rsplit("/", 1)[-1]
     if module.startswith("test_interop_client"):
-        return "rocketpipe client → broker", name.removeprefix("test_"), f"→ {params} ({APACHE_VERSIONS.get(params, 'rocketpipe')})"
+        return (
+            "rocketpipe client → broker",
+            name.removeprefix("test_"),
+            f"→ {params} ({APACHE_VERSIONS.get(params, 'rocketpipe')})",
+        )
     if module.startswith("test_interop_java"):
-        return "official Java client → rocketpipe", name.removeprefix("test_java_"), f"Java {JAVA_CLIENT_VERSIONS.get(params, params)} →"
+        return (
+            "official Java client → rocketpipe",
+            name.removeprefix("test_java_"),
+            f"Java {JAVA_CLIENT_VERSIONS.get(params, params)} →",
+        )
     if module == "test_interop_mqadmin.py":
         label, _, srv = params.rpartition("-")
         ver = JAVA_CLIENT_VERSIONS.get(label, label)
@@ -125,7 +144,11 @@ def conformance_matrix() -> str:
         if cell is None:
             continue
         table, feature, direction = cell
-        tables.setdefault(table, {}).setdefault(feature, {})[direction] = {"passed": "pass", "failed": "FAIL", "skipped": "skip"}[outcome]
+        tables.setdefault(table, {}).setdefault(feature, {})[direction] = {
+            "passed": "pass",
+            "failed": "FAIL",
+            "skipped": "skip",
+        }[outcome]
     lines: list[str] = []
     for table, rows in tables.items():
         directions = sorted({d for r in rows.values() for d in r})

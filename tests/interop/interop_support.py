@@ -16,10 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from waiting import wait_until
-
 from rocketpipe import Admin, MessageQueue
-from rocketpipe.testing.apache import JVM_OPTS, ApacheCluster, ApacheUnavailableError, _home_props, _java_env, resolve_classpath
+from rocketpipe.testing.apache import (
+    JVM_OPTS,
+    ApacheCluster,
+    ApacheUnavailableError,
+    _home_props,
+    _java_env,
+    resolve_classpath,
+)
+from waiting import wait_until
 
 INTEROP_DIR = Path(__file__).resolve().parent
 JAVA_PROJECT = INTEROP_DIR / "java"
@@ -113,18 +119,27 @@ class JavaClient:
         ]
         t0 = time.monotonic()
         proc = await asyncio.create_subprocess_exec(
-            *cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=_java_env(self.home), cwd=self.home, start_new_session=True
+            *cmd,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=_java_env(self.home),
+            cwd=self.home,
+            start_new_session=True,
         )
         try:
             out, err = await asyncio.wait_for(proc.communicate(), timeout)
         except TimeoutError:
             proc.kill()
             out, err = await proc.communicate()
-            raise AssertionError(f"{scenario} ({self.label}) timed out after {timeout}s\nstdout:\n{out.decode()[-3000:]}\nstderr:\n{err.decode()[-3000:]}") from None
+            raise AssertionError(
+                f"{scenario} ({self.label}) timed out after {timeout}s\nstdout:\n{out.decode()[-3000:]}\nstderr:\n{err.decode()[-3000:]}"
+            ) from None
         TIMINGS[f"{self.label} {scenario}"] = time.monotonic() - t0
         lines = [line for line in out.decode().splitlines() if line.startswith("{")]
         if proc.returncode != 0 or not lines:
-            raise AssertionError(f"{scenario} ({self.label}) exited {proc.returncode}\nstdout:\n{out.decode()[-3000:]}\nstderr:\n{err.decode()[-3000:]}")
+            raise AssertionError(
+                f"{scenario} ({self.label}) exited {proc.returncode}\nstdout:\n{out.decode()[-3000:]}\nstderr:\n{err.decode()[-3000:]}"
+            )
         result: dict[str, Any] = json.loads(lines[-1])
         return result
 
@@ -145,14 +160,21 @@ class JavaClient:
         ]
         t0 = time.monotonic()
         proc = await asyncio.create_subprocess_exec(
-            *cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=_java_env(self.home), cwd=self.home, start_new_session=True
+            *cmd,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env=_java_env(self.home),
+            cwd=self.home,
+            start_new_session=True,
         )
         try:
             out, _ = await asyncio.wait_for(proc.communicate(), timeout)
         except TimeoutError:
             proc.kill()
             out, _ = await proc.communicate()
-            raise AssertionError(f"mqadmin {' '.join(args)} ({self.label}) timed out after {timeout}s:\n{out.decode()[-3000:]}") from None
+            raise AssertionError(
+                f"mqadmin {' '.join(args)} ({self.label}) timed out after {timeout}s:\n{out.decode()[-3000:]}"
+            ) from None
         TIMINGS[f"{self.label} mqadmin {args[0]}"] = time.monotonic() - t0
         assert proc.returncode is not None
         return proc.returncode, out.decode(errors="replace")
@@ -169,7 +191,17 @@ def build_java_project(version: str, home: Path) -> list[str]:
     if not stamp.exists() or stamp.stat().st_mtime < newest_source:
         errors = ""
         for offline in (True, False):
-            cmd = ["mvn", "-B", "-q", *(["-o"] if offline else []), "-f", str(JAVA_PROJECT / "pom.xml"), f"-Drocketmq.version={version}", f"-Dbuild.dir={build_dir}", "compile"]
+            cmd = [
+                "mvn",
+                "-B",
+                "-q",
+                *(["-o"] if offline else []),
+                "-f",
+                str(JAVA_PROJECT / "pom.xml"),
+                f"-Drocketmq.version={version}",
+                f"-Dbuild.dir={build_dir}",
+                "compile",
+            ]
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
             if proc.returncode == 0:
                 break
@@ -178,5 +210,3 @@ def build_java_project(version: str, home: Path) -> list[str]:
             raise ApacheUnavailableError(f"building {JAVA_PROJECT} with rocketmq-client {version} failed:\n{errors}")
         stamp.touch()
     return [str(classes), *deps]
-
-

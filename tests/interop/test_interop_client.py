@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 
 from interop_support import Target, create_topic, unique
-from waiting import wait_until
 
 from rocketpipe import (
     Admin,
@@ -25,14 +24,19 @@ from rocketpipe import (
     SendStatus,
 )
 from rocketpipe.protocol.message import decode_records
+from waiting import wait_until
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
 
 
-def collecting_consumer(t: Target, group: str, topic: str, expression: str = "*") -> tuple[PushConsumer, list[MessageExt]]:
+def collecting_consumer(
+    t: Target, group: str, topic: str, expression: str = "*"
+) -> tuple[PushConsumer, list[MessageExt]]:
     got: list[MessageExt] = []
-    consumer = PushConsumer(group, namesrv_addr=t.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer = PushConsumer(
+        group, namesrv_addr=t.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
     consumer.subscribe(topic, expression)
 
     async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
@@ -59,7 +63,13 @@ async def test_route_send_and_consume(target: Target) -> None:
     sent: dict[str, int] = {}
     async with Producer(unique("pg"), namesrv_addr=target.namesrv_addr) as p:
         for i in range(20):
-            msg = Message.build(topic, f"order-{i}", tags=f"T{i % 2}", keys=[f"k{i}", "shared"], properties={"idx": str(i), "ünï": "çødé"})
+            msg = Message.build(
+                topic,
+                f"order-{i}",
+                tags=f"T{i % 2}",
+                keys=[f"k{i}", "shared"],
+                properties={"idx": str(i), "ünï": "çødé"},
+            )
             r = await p.send(msg)
             assert r.send_status is SendStatus.SEND_OK
             assert r.msg_id == msg.unique_key and r.offset_msg_id
@@ -175,7 +185,9 @@ async def test_redelivery_after_reconsume_later(target: Target) -> None:
     topic = unique("Retry")
     group = unique("cg")
     seen: list[MessageExt] = []
-    consumer = PushConsumer(group, namesrv_addr=target.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer = PushConsumer(
+        group, namesrv_addr=target.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
     consumer.subscribe(topic, "*")
 
     async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:

@@ -27,7 +27,6 @@ from typing import Any
 
 import pytest
 from interop_support import Target, create_topic_on, unique
-from waiting import wait_until
 
 from rocketpipe import (
     Admin,
@@ -49,6 +48,7 @@ from rocketpipe.protocol.codes import CURRENT_VERSION, RequestCode, ResponseCode
 from rocketpipe.protocol.command import RemotingCommand
 from rocketpipe.protocol.message import create_offset_msg_id, decode_offset_msg_id
 from rocketpipe.testing.apache import CLUSTER_NAME
+from waiting import wait_until
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
@@ -65,11 +65,18 @@ def cluster_name(t: Target) -> str:
 
 def fast_config(t: Target) -> ClientConfig:
     """Route refresh and offset persistence every second; a lenient RPC timeout (shared machine)."""
-    return ClientConfig(namesrv_addr=t.namesrv_addr, poll_name_server_interval=1.0, persist_consumer_offset_interval=1.0, request_timeout=10.0)
+    return ClientConfig(
+        namesrv_addr=t.namesrv_addr,
+        poll_name_server_interval=1.0,
+        persist_consumer_offset_interval=1.0,
+        request_timeout=10.0,
+    )
 
 
 def push_consumer(t: Target, group: str, topic: str, expression: str | MessageSelector, listener: Any) -> PushConsumer:
-    consumer = PushConsumer(group, config=fast_config(t), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **FAST)
+    consumer = PushConsumer(
+        group, config=fast_config(t), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **FAST
+    )
     consumer.subscribe(topic, expression)
     consumer.register_message_listener(listener)
     return consumer
@@ -107,7 +114,7 @@ async def send_spaced(p: Producer, msgs: list[Message], queue: MessageQueue | No
         r = await p.send(m, queue=queue) if queue is not None else await p.send(m)
         out.append(r)
         done = now_ms()
-        await wait_until(lambda: now_ms() > done, timeout=5, interval=0.001, what="next millisecond")
+        await wait_until(lambda done=done: now_ms() > done, timeout=5, interval=0.001, what="next millisecond")
     return out
 
 
@@ -156,12 +163,19 @@ async def _sql92_property_filter(target: Target) -> None:
             r = await p.send(Message.build(topic, name, tags=tag, properties=props), queue=mq)
             sent[name] = r.msg_id
     got: dict[str, list[MessageExt]] = {sql: [] for sql in SQL_SELECTORS}
-    consumers = [push_consumer(target, unique("cgsql"), topic, MessageSelector.by_sql(sql), collector(got[sql])) for sql in SQL_SELECTORS]
+    consumers = [
+        push_consumer(target, unique("cgsql"), topic, MessageSelector.by_sql(sql), collector(got[sql]))
+        for sql in SQL_SELECTORS
+    ]
     try:
         for c in consumers:
             await c.start()
         for c, sql in zip(consumers, SQL_SELECTORS, strict=True):
-            await wait_until(lambda c=c: c.committed_offsets().get(mq) == len(SQL_MESSAGES), timeout=60, what=f"offset of {sql!r} at the end")
+            await wait_until(
+                lambda c=c: c.committed_offsets().get(mq) == len(SQL_MESSAGES),
+                timeout=60,
+                what=f"offset of {sql!r} at the end",
+            )
     finally:
         for c in consumers:
             await c.close()
@@ -227,7 +241,9 @@ async def test_reset_offset_by_timestamp_running_consumer(target: Target) -> Non
         await wait_until(lambda: len(got) == 10, timeout=40, what="second 5")
         await broker_offsets_reach(target, group, [mq], 10)
         b0 = next(m for m in got if m.body == b"b0")
-        assert b0.queue_offset == 5 and b0.store_timestamp > max(m.store_timestamp for m in got if m.body.startswith(b"a"))
+        assert b0.queue_offset == 5 and b0.store_timestamp > max(
+            m.store_timestamp for m in got if m.body.startswith(b"a")
+        )
         async with Admin(target.namesrv_addr) as admin:
             table = await admin.reset_offset_by_timestamp(topic, group, b0.store_timestamp, True)
         assert table == {mq: 5}
@@ -280,10 +296,14 @@ async def test_consumer_running_info_via_broker(target: Target) -> None:
     consumer = push_consumer(target, group, topic, "TagA || TagB", collector(got))
     async with Producer(unique("pg"), namesrv_addr=target.namesrv_addr) as p, consumer:
         for i in range(10):
-            await p.send(Message.build(topic, f"r{i}", tags="TagA"), queue=MessageQueue(topic, target.broker_name, i % 2))
+            await p.send(
+                Message.build(topic, f"r{i}", tags="TagA"), queue=MessageQueue(topic, target.broker_name, i % 2)
+            )
         await wait_until(lambda: len(got) == 10, timeout=40, what="10 consumed")
         mqs = [MessageQueue(topic, target.broker_name, q) for q in (0, 1)]
-        await wait_until(lambda: all(consumer.committed_offsets().get(mq) == 5 for mq in mqs), timeout=20, what="offsets 5")
+        await wait_until(
+            lambda: all(consumer.committed_offsets().get(mq) == 5 for mq in mqs), timeout=20, what="offsets 5"
+        )
         async with Admin(target.namesrv_addr) as admin:
             info = await admin.get_consumer_running_info(group, consumer.client_id)
             with_stack = await admin.get_consumer_running_info(group, consumer.client_id, jstack=True)
@@ -397,6 +417,7 @@ async def test_query_message_by_key_and_view_message(target: Target) -> None:
         c = await p.send(Message.build(topic, "c", keys=k2))
         d = await p.send(Message.build(other, "d", keys=k1))
     async with Admin(target.namesrv_addr) as admin:
+
         async def indexed() -> bool:
             return await _query_ids(admin, topic, k1) == {a.msg_id, b.msg_id}
 
@@ -458,15 +479,23 @@ async def test_topic_stats_and_consume_stats(target: Target) -> None:
             await p.send(Message.build(topic, "late-1"), queue=mqs[1])
             await p.send(Message.build(topic, "late-2"), queue=mqs[1])
             cs2 = await admin.examine_consume_stats(group, topic)
-            assert {mq.queue_id: (w.broker_offset, w.consumer_offset) for mq, w in cs2.offset_table.items()} == {0: (3, 3), 1: (5, 3), 2: (3, 3)}
+            assert {mq.queue_id: (w.broker_offset, w.consumer_offset) for mq, w in cs2.offset_table.items()} == {
+                0: (3, 3),
+                1: (5, 3),
+                2: (3, 3),
+            }
             assert cs2.compute_total_diff() == 2
             # without a topic: every topic the group has offsets on (here: the topic; the retry
             # topic has no committed offset yet, so it is absent or at 0/0)
             cs3 = await admin.examine_consume_stats(group)
-            assert {mq: (w.broker_offset, w.consumer_offset) for mq, w in cs3.offset_table.items() if mq.topic == topic} == {
-                mq: (w.broker_offset, w.consumer_offset) for mq, w in cs2.offset_table.items()
-            }
-            assert all((w.broker_offset, w.consumer_offset) == (0, 0) for mq, w in cs3.offset_table.items() if mq.topic != topic)
+            assert {
+                mq: (w.broker_offset, w.consumer_offset) for mq, w in cs3.offset_table.items() if mq.topic == topic
+            } == {mq: (w.broker_offset, w.consumer_offset) for mq, w in cs2.offset_table.items()}
+            assert all(
+                (w.broker_offset, w.consumer_offset) == (0, 0)
+                for mq, w in cs3.offset_table.items()
+                if mq.topic != topic
+            )
 
 
 async def test_consumer_connection_list(target: Target) -> None:
@@ -483,7 +512,11 @@ async def test_consumer_connection_list(target: Target) -> None:
             assert conn.client_id == consumer.client_id
             assert conn.language == "PYTHON" and conn.version == CURRENT_VERSION
             assert conn.client_addr.startswith("127.0.0.1:")
-            assert (cc.consume_type, cc.message_model, cc.consume_from_where) == ("CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_FIRST_OFFSET")
+            assert (cc.consume_type, cc.message_model, cc.consume_from_where) == (
+                "CONSUME_PASSIVELY",
+                "CLUSTERING",
+                "CONSUME_FROM_FIRST_OFFSET",
+            )
             assert set(cc.subscription_table) == {topic, f"%RETRY%{group}"}
             sd = cc.subscription_table[topic]
             assert (sd.sub_string, sd.tags_set, sd.expression_type) == ("TagA || TagB", {"TagA", "TagB"}, "TAG")
@@ -526,5 +559,7 @@ async def test_delete_topic(target: Target) -> None:
             await admin.topic_route(topic)
         with pytest.raises(TopicNotExistError):
             await admin.examine_topic_stats(topic)
-        resp = await admin.runtime.pool.request(target.broker_addr, RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic}), 5.0)
+        resp = await admin.runtime.pool.request(
+            target.broker_addr, RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic}), 5.0
+        )
         assert resp.code == ResponseCode.TOPIC_NOT_EXIST

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import pytest
 from interop_support import Target, create_topic, unique
-from waiting import wait_until
 
 from rocketpipe import (
     Admin,
@@ -29,6 +28,7 @@ from rocketpipe import (
 )
 from rocketpipe.client.consumer.assignment import MessageRequestMode
 from rocketpipe.errors import RequestCodeNotSupportedError
+from waiting import wait_until
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
@@ -88,11 +88,15 @@ async def test_pop_push_consumes_all_messages(target: Target) -> None:
     consumer.register_message_listener(listener)
     sent: dict[str, int] = {}
     async with consumer:
-        await wait_until(lambda: any(mq.topic == topic for mq in consumer.assigned_queues()), timeout=30, what="an assignment")
+        await wait_until(
+            lambda: any(mq.topic == topic for mq in consumer.assigned_queues()), timeout=30, what="an assignment"
+        )
         assert_mode(target, consumer, topic, 2)
         async with Producer(unique("pg"), namesrv_addr=target.namesrv_addr) as p:
             for i in range(24):
-                r = await p.send(Message.build(topic, f"pop-{i}", tags=f"T{i % 3}", keys=f"k{i}", properties={"i": str(i)}))
+                r = await p.send(
+                    Message.build(topic, f"pop-{i}", tags=f"T{i % 3}", keys=f"k{i}", properties={"i": str(i)})
+                )
                 assert r.send_status is SendStatus.SEND_OK
                 sent[r.msg_id] = i
         await wait_until(lambda: {m.msg_id for m in got} >= set(sent), timeout=60, what="all messages")
@@ -103,7 +107,12 @@ async def test_pop_push_consumes_all_messages(target: Target) -> None:
     for m in got:
         i = sent[m.msg_id]
         assert m.topic == topic
-        assert m.body == f"pop-{i}".encode() and m.tags == f"T{i % 3}" and m.keys == f"k{i}" and m.properties["i"] == str(i)
+        assert (
+            m.body == f"pop-{i}".encode()
+            and m.tags == f"T{i % 3}"
+            and m.keys == f"k{i}"
+            and m.properties["i"] == str(i)
+        )
         assert m.reconsume_times == 0
         assert ("POP_CK" in m.properties) is has_pop(target)
 
@@ -123,11 +132,17 @@ async def test_pop_push_reconsume_later_and_ack(target: Target) -> None:
     consumer = pop_consumer(target, group, topic, pop_invisible_time=5.0)
     consumer.register_message_listener(listener)
     async with consumer:
-        await wait_until(lambda: any(mq.topic == topic for mq in consumer.assigned_queues()), timeout=30, what="an assignment")
+        await wait_until(
+            lambda: any(mq.topic == topic for mq in consumer.assigned_queues()), timeout=30, what="an assignment"
+        )
         async with Producer(unique("pg"), namesrv_addr=target.namesrv_addr) as p:
             failing = await p.send(Message.build(topic, b"fail-once", tags="F", keys="fk", properties={"x": "1"}))
             oks = [await p.send(Message.build(topic, f"ok-{i}")) for i in range(5)]
-        await wait_until(lambda: any(m.msg_id == failing.msg_id and m.reconsume_times >= 1 for m in seen), timeout=90, what="the redelivery")
+        await wait_until(
+            lambda: any(m.msg_id == failing.msg_id and m.reconsume_times >= 1 for m in seen),
+            timeout=90,
+            what="the redelivery",
+        )
         assert_mode(target, consumer, topic, 1)
     first = [m for m in seen if m.msg_id == failing.msg_id]
     assert [m.reconsume_times for m in first] == [0, 1]
@@ -199,7 +214,11 @@ async def test_pop_push_switches_mode_at_runtime(target: Target) -> None:
     consumer.register_message_listener(listener)
     pulled = [MessageQueue(topic, target.broker_name, q) for q in (0, 1)]
     sent: list[str] = []
-    async with Admin(target.namesrv_addr) as admin, consumer, Producer(unique("pg"), namesrv_addr=target.namesrv_addr) as p:
+    async with (
+        Admin(target.namesrv_addr) as admin,
+        consumer,
+        Producer(unique("pg"), namesrv_addr=target.namesrv_addr) as p,
+    ):
 
         async def send(n: int) -> None:
             for i in range(n):

@@ -20,7 +20,6 @@ from collections import Counter
 from typing import Any
 
 from interop_support import Target, create_topic_on, has_route, unique
-from waiting import wait_until
 
 from rocketpipe import (
     Admin,
@@ -40,6 +39,7 @@ from rocketpipe.client import rpc
 from rocketpipe.errors import BrokerError
 from rocketpipe.protocol.message import decode_records
 from rocketpipe.testing.apache import CLUSTER_NAME
+from waiting import wait_until
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
@@ -53,7 +53,12 @@ def fast_config(t: Target) -> ClientConfig:
     """Route refresh and offset persistence every second (Java ``pollNameServerInterval`` 30 s,
     ``persistConsumerOffsetInterval`` 5 s); a lenient RPC timeout, the machine being shared with
     JVMs and other test sessions."""
-    return ClientConfig(namesrv_addr=t.namesrv_addr, poll_name_server_interval=1.0, persist_consumer_offset_interval=1.0, request_timeout=10.0)
+    return ClientConfig(
+        namesrv_addr=t.namesrv_addr,
+        poll_name_server_interval=1.0,
+        persist_consumer_offset_interval=1.0,
+        request_timeout=10.0,
+    )
 
 
 async def broker_offsets_reach(t: Target, group: str, topic: str, queue_ids: set[int], offset: int) -> None:
@@ -67,11 +72,15 @@ async def broker_offsets_reach(t: Target, group: str, topic: str, queue_ids: set
 
     async def reached() -> bool:
         try:
-            return all([await committed_offset(t, group, MessageQueue(topic, t.broker_name, q)) == offset for q in queue_ids])
+            return all(
+                [await committed_offset(t, group, MessageQueue(topic, t.broker_name, q)) == offset for q in queue_ids]
+            )
         except BrokerError:  # QUERY_NOT_FOUND: nothing committed yet
             return False
 
-    await wait_until(reached, timeout=30, interval=0.5, what=f"committed offsets {offset} on queues {sorted(queue_ids)}")
+    await wait_until(
+        reached, timeout=30, interval=0.5, what=f"committed offsets {offset} on queues {sorted(queue_ids)}"
+    )
 
 
 def push_consumer(
@@ -117,45 +126,56 @@ async def test_rebalance_two_consumers_and_on_leave(target: Target) -> None:
     got_b: list[MessageExt] = []
     a = push_consumer(target, group, topic, got_a)
     b = push_consumer(target, group, topic, got_b)
-    async with Producer(unique("pg"), namesrv_addr=target.namesrv_addr) as p:
-        async with a:
-            await wait_until(lambda: topic_queues(a, topic) == {0, 1, 2, 3}, timeout=30, what="a alone holds every queue")
-            await b.start()
-            try:
-                await wait_until(
-                    lambda: len(topic_queues(a, topic)) == 2 and len(topic_queues(b, topic)) == 2 and not topic_queues(a, topic) & topic_queues(b, topic),
-                    timeout=40,
-                    what="queues split 2/2",
-                )
-                qa, qb = topic_queues(a, topic), topic_queues(b, topic)
-                assert qa | qb == {0, 1, 2, 3}
-                # AllocateMessageQueueAveragely over sorted client ids: the first gets queues 0, 1
-                first = a if sorted([a.client_id, b.client_id])[0] == a.client_id else b
-                assert topic_queues(first, topic) == {0, 1}
-                sent1: dict[str, int] = {}
-                for i in range(40):
-                    r = await p.send(Message.build(topic, f"one-{i}", keys=f"k{i}"))
-                    sent1[r.msg_id] = r.message_queue.queue_id
-                assert set(sent1.values()) == {0, 1, 2, 3}
-                await wait_until(lambda: len(got_a) + len(got_b) >= 40, timeout=40, what="first 40 messages")
-                consumed = [(m.queue_id, m.queue_offset) for m in got_a + got_b]
-                assert Counter(m.msg_id for m in got_a + got_b) == Counter(set(sent1)), sorted(consumed)  # each exactly once
-                assert {m.queue_id for m in got_a} == qa and {m.queue_id for m in got_b} == qb, (qa, qb, sorted(consumed))
-                assert all(sent1[m.msg_id] == m.queue_id for m in got_a + got_b)
-                await broker_offsets_reach(target, group, topic, qb, 10)
-            finally:
-                await b.close()  # persists its offsets, then UNREGISTER_CLIENT → the broker notifies a
-            for q in qb:
-                assert await committed_offset(target, group, MessageQueue(topic, target.broker_name, q)) == 10
-            await wait_until(lambda: topic_queues(a, topic) == {0, 1, 2, 3}, timeout=40, what="a takes every queue back")
-            n_a = len(got_a)
-            sent2: dict[str, int] = {}
+    async with Producer(unique("pg"), namesrv_addr=target.namesrv_addr) as p, a:
+        await wait_until(lambda: topic_queues(a, topic) == {0, 1, 2, 3}, timeout=30, what="a alone holds every queue")
+        await b.start()
+        try:
+            await wait_until(
+                lambda: (
+                    len(topic_queues(a, topic)) == 2
+                    and len(topic_queues(b, topic)) == 2
+                    and not topic_queues(a, topic) & topic_queues(b, topic)
+                ),
+                timeout=40,
+                what="queues split 2/2",
+            )
+            qa, qb = topic_queues(a, topic), topic_queues(b, topic)
+            assert qa | qb == {0, 1, 2, 3}
+            # AllocateMessageQueueAveragely over sorted client ids: the first gets queues 0, 1
+            first = a if sorted([a.client_id, b.client_id])[0] == a.client_id else b
+            assert topic_queues(first, topic) == {0, 1}
+            sent1: dict[str, int] = {}
             for i in range(40):
-                r = await p.send(Message.build(topic, f"two-{i}"))
-                sent2[r.msg_id] = r.message_queue.queue_id
-            await wait_until(lambda: len(got_a) - n_a >= 40, timeout=40, what="second 40 messages")
-            late = got_a[n_a:]
-    assert Counter(m.msg_id for m in late) == Counter(set(sent2)), sorted((m.queue_id, m.queue_offset) for m in late)  # nothing of part 1 again
+                r = await p.send(Message.build(topic, f"one-{i}", keys=f"k{i}"))
+                sent1[r.msg_id] = r.message_queue.queue_id
+            assert set(sent1.values()) == {0, 1, 2, 3}
+            await wait_until(lambda: len(got_a) + len(got_b) >= 40, timeout=40, what="first 40 messages")
+            consumed = [(m.queue_id, m.queue_offset) for m in got_a + got_b]
+            assert Counter(m.msg_id for m in got_a + got_b) == Counter(set(sent1)), sorted(
+                consumed
+            )  # each exactly once
+            assert {m.queue_id for m in got_a} == qa and {m.queue_id for m in got_b} == qb, (
+                qa,
+                qb,
+                sorted(consumed),
+            )
+            assert all(sent1[m.msg_id] == m.queue_id for m in got_a + got_b)
+            await broker_offsets_reach(target, group, topic, qb, 10)
+        finally:
+            await b.close()  # persists its offsets, then UNREGISTER_CLIENT → the broker notifies a
+        for q in qb:
+            assert await committed_offset(target, group, MessageQueue(topic, target.broker_name, q)) == 10
+        await wait_until(lambda: topic_queues(a, topic) == {0, 1, 2, 3}, timeout=40, what="a takes every queue back")
+        n_a = len(got_a)
+        sent2: dict[str, int] = {}
+        for i in range(40):
+            r = await p.send(Message.build(topic, f"two-{i}"))
+            sent2[r.msg_id] = r.message_queue.queue_id
+        await wait_until(lambda: len(got_a) - n_a >= 40, timeout=40, what="second 40 messages")
+        late = got_a[n_a:]
+    assert Counter(m.msg_id for m in late) == Counter(set(sent2)), sorted(
+        (m.queue_id, m.queue_offset) for m in late
+    )  # nothing of part 1 again
     assert {m.queue_id for m in late} == {0, 1, 2, 3}
     # round-robin: 10 per queue each time; the queues taken over resume at b's committed offsets
     assert sorted(m.queue_offset for m in late) == sorted(list(range(10, 20)) * 4)
@@ -181,7 +201,11 @@ async def read_dlq(t: Target, group: str, count: int) -> list[MessageExt]:
         await wait_until(lambda: has_route(admin, dlq), timeout=30, what="route of the DLQ topic")
         route = await admin.topic_route(dlq)
         (qd,) = route.queue_datas
-        assert (qd.read_queue_nums, qd.write_queue_nums, qd.perm) == (1, 1, 6)  # DLQ_NUMS_PER_GROUP, PERM_READ|PERM_WRITE
+        assert (qd.read_queue_nums, qd.write_queue_nums, qd.perm) == (
+            1,
+            1,
+            6,
+        )  # DLQ_NUMS_PER_GROUP, PERM_READ|PERM_WRITE
         mq = MessageQueue(dlq, t.broker_name, 0)
         await wait_until(lambda: _max_offset_at_least(admin, mq, count), timeout=30, what="DLQ records")
         assert await admin.max_offset(mq) == count
@@ -204,7 +228,13 @@ async def test_retry_then_dlq_after_max_reconsume_times(target: Target) -> None:
     ORIGIN_MESSAGE_ID = the original's offset message id; never delivered again."""
     topic, group = unique("Dlq"), unique("cg")
     seen: list[MessageExt] = []
-    consumer = PushConsumer(group, config=fast_config(target), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, max_reconsume_times=2, **FAST)
+    consumer = PushConsumer(
+        group,
+        config=fast_config(target),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        max_reconsume_times=2,
+        **FAST,
+    )
     consumer.subscribe(topic, "*")
 
     async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
@@ -217,7 +247,9 @@ async def test_retry_then_dlq_after_max_reconsume_times(target: Target) -> None:
         r2 = await p.send(Message.build(topic, b"poison-2", tags="Q", keys="dk2", properties={"x": "2"}))
         assert r1.send_status is SendStatus.SEND_OK and r2.send_status is SendStatus.SEND_OK
         async with consumer:
-            await wait_until(lambda: sum(m.reconsume_times == 2 for m in seen) >= 2, timeout=90, what="deliveries 0, 1, 2")
+            await wait_until(
+                lambda: sum(m.reconsume_times == 2 for m in seen) >= 2, timeout=90, what="deliveries 0, 1, 2"
+            )
             dlq = await read_dlq(target, group, 2)
             async with Admin(target.namesrv_addr) as admin:
                 retry_queues = await admin.topic_queues(f"%RETRY%{group}")
@@ -261,7 +293,9 @@ async def test_delay_level_minus_one_goes_straight_to_dlq(target: Target) -> Non
     message at once (``delayLevel < 0``), reconsume_times 1, no retry delivery."""
     topic, group = unique("Dlq1"), unique("cg")
     seen: list[MessageExt] = []
-    consumer = PushConsumer(group, config=fast_config(target), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **FAST)
+    consumer = PushConsumer(
+        group, config=fast_config(target), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **FAST
+    )
     consumer.subscribe(topic, "*")
 
     async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
@@ -299,7 +333,11 @@ async def test_consume_batch_ack_index_sends_back_the_tail(target: Target) -> No
     await create_topic_on(target, topic, 1)
     batches: list[list[MessageExt]] = []
     consumer = PushConsumer(
-        group, config=fast_config(target), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, consume_message_batch_max_size=4, **FAST
+        group,
+        config=fast_config(target),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        consume_message_batch_max_size=4,
+        **FAST,
     )
     consumer.subscribe(topic, "*")
 
@@ -313,11 +351,19 @@ async def test_consume_batch_ack_index_sends_back_the_tail(target: Target) -> No
     async with Producer(unique("pg"), namesrv_addr=target.namesrv_addr) as p:
         ids = [(await p.send(Message.build(topic, f"b{i}"))).msg_id for i in range(8)]
         async with consumer:
-            await wait_until(lambda: sum(len(b) for b in batches if b[0].reconsume_times == 0) >= 8, timeout=40, what="first deliveries")
+            await wait_until(
+                lambda: sum(len(b) for b in batches if b[0].reconsume_times == 0) >= 8,
+                timeout=40,
+                what="first deliveries",
+            )
             first = [b for b in batches if b[0].reconsume_times == 0]
             failed = {m.msg_id for b in first for m in b[1:]}
             assert len(failed) >= 4  # 8 messages of one pull, batches of up to 4
-            await wait_until(lambda: len({m.msg_id for b in batches for m in b if m.reconsume_times == 1}) >= len(failed), timeout=60, what="redeliveries")
+            await wait_until(
+                lambda: len({m.msg_id for b in batches for m in b if m.reconsume_times == 1}) >= len(failed),
+                timeout=60,
+                what="redeliveries",
+            )
     assert sorted(m.msg_id for b in first for m in b) == sorted(ids)
     assert max(len(b) for b in first) == 4
     again = [m for b in batches for m in b if m.reconsume_times > 0]
@@ -335,7 +381,11 @@ async def test_consume_timeout_sends_back_stuck_message(target: Target) -> None:
     seen: list[tuple[bytes, int]] = []
     release = asyncio.Event()
     consumer = PushConsumer(
-        group, config=fast_config(target), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, consume_timeout=2.0, **FAST
+        group,
+        config=fast_config(target),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        consume_timeout=2.0,
+        **FAST,
     )
     consumer.subscribe(topic, "*")
 
@@ -458,14 +508,21 @@ async def test_consume_from_timestamp_search_and_young_queue(target: Target) -> 
             assert await admin.search_offset(mq, stamp * 1000) == 5
             assert await admin.search_offset(mq, int(before_done * 1000) - 60_000) == 0
         consumer = push_consumer(
-            target, unique("cg"), topic, got, where=ConsumeFromWhere.CONSUME_FROM_TIMESTAMP, consume_timestamp=time.strftime("%Y%m%d%H%M%S", time.localtime(stamp))
+            target,
+            unique("cg"),
+            topic,
+            got,
+            where=ConsumeFromWhere.CONSUME_FROM_TIMESTAMP,
+            consume_timestamp=time.strftime("%Y%m%d%H%M%S", time.localtime(stamp)),
         )
         async with consumer:
             await wait_until(lambda: len(got) >= 10, timeout=40, what="every stored message")
             marker = (await p.send(Message.build(topic, b"marker"))).msg_id
             await wait_until(lambda: any(m.msg_id == marker for m in got), timeout=30, what="marker")
     assert [m.msg_id for m in sorted(got, key=lambda m: m.queue_offset)] == [*before, *after, marker]
-    assert [m.store_timestamp >= stamp * 1000 for m in sorted(got, key=lambda m: m.queue_offset)] == [False] * 5 + [True] * 6
+    assert [m.store_timestamp >= stamp * 1000 for m in sorted(got, key=lambda m: m.queue_offset)] == [False] * 5 + [
+        True
+    ] * 6
 
 
 # ------------------------------------------------------------------------------ long polling
@@ -478,7 +535,9 @@ async def test_long_polling_wakes_held_pull_on_arrival(target: Target) -> None:
     await create_topic_on(target, topic, 1)
     got: list[MessageExt] = []
     arrived: dict[str, float] = {}
-    consumer = PushConsumer(unique("cg"), config=fast_config(target), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **FAST)
+    consumer = PushConsumer(
+        unique("cg"), config=fast_config(target), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **FAST
+    )
     consumer.subscribe(topic, "*")
 
     async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
@@ -504,7 +563,7 @@ async def test_long_polling_wakes_held_pull_on_arrival(target: Target) -> None:
                 await wait_until(lambda: pull_held_for(2.0), timeout=20, what="a held pull")
                 t0 = time.monotonic()
                 r = await p.send(Message.build(topic, f"ping-{i}"))
-                await wait_until(lambda: r.msg_id in arrived, timeout=14, what=f"ping-{i}")
+                await wait_until(lambda r=r: r.msg_id in arrived, timeout=14, what=f"ping-{i}")
                 latencies.append(arrived[r.msg_id] - t0)
     print(f"[{target.kind}] long-poll wake-up latencies: {', '.join(f'{x * 1000:.0f} ms' for x in latencies)}")
     assert [m.body for m in got] == [b"warm-up", b"ping-0", b"ping-1", b"ping-2"]
@@ -548,7 +607,9 @@ async def test_route_change_more_queues_used_by_producer_and_consumer(target: Ta
             await wait_until(reaches_new_queues, timeout=30, interval=0.2, what="producer writing to queues 2 and 3")
             recent = [await send(f"big-{i}") for i in range(8)]
             assert sorted(recent) == [0, 0, 1, 1, 2, 2, 3, 3]
-            await wait_until(lambda: topic_queues(consumer, topic) == {0, 1, 2, 3}, timeout=30, what="consumer holding 4 queues")
+            await wait_until(
+                lambda: topic_queues(consumer, topic) == {0, 1, 2, 3}, timeout=30, what="consumer holding 4 queues"
+            )
             await wait_until(lambda: len(got) >= len(sent), timeout=40, what="every message")
     assert Counter(m.msg_id for m in got) == Counter(set(sent))
     assert {m.queue_id for m in got} == {0, 1, 2, 3}
@@ -592,7 +653,11 @@ async def test_post_subscription_when_pull_tag_filter(target: Target) -> None:
     await create_topic_on(target, topic, 2)
     got: list[MessageExt] = []
     consumer = PushConsumer(
-        unique("cg"), config=fast_config(target), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, post_subscription_when_pull=True, **FAST
+        unique("cg"),
+        config=fast_config(target),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        post_subscription_when_pull=True,
+        **FAST,
     )
     consumer.subscribe(topic, "TagA || TagC")
 

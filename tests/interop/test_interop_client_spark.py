@@ -85,7 +85,9 @@ async def test_spark_source_reads_topic(target: Target, spark: Any, tmp_path: Pa
         for i in range(48):
             body = (b"big-%d-" % i) * 2000 if i % 16 == 5 else b"spark-%d" % i  # > 4 KiB: sent compressed
             exp = {"body": body, "tags": f"T{i % 3}", "keys": f"k{i} shared", "props": {"idx": str(i), "ünï": "çødé"}}
-            r = await p.send(Message.build(topic, body, tags=exp["tags"], keys=[f"k{i}", "shared"], properties=exp["props"]))
+            r = await p.send(
+                Message.build(topic, body, tags=exp["tags"], keys=[f"k{i}", "shared"], properties=exp["props"])
+            )
             assert r.send_status is SendStatus.SEND_OK
             expected.append((exp, r))
         batch = [Message.build(topic, f"batch-{j}", properties={"j": str(j)}) for j in range(8)]
@@ -119,8 +121,14 @@ async def test_spark_source_reads_topic(target: Target, spark: Any, tmp_path: Pa
         _check_row(row, topic, broker, exp, res)
 
     # a sub-range: [1, head - 1) of queue 0 only, the others empty
-    rows = await asyncio.to_thread(batch_read, {q: (1 if q == 0 else h) for q, h in heads.items()}, {q: (h - 1 if q == 0 else h) for q, h in heads.items()})
-    assert sorted(r["queue_offset"] for r in rows) == list(range(1, heads[0] - 1)) and {r["queue_id"] for r in rows} == {0}
+    rows = await asyncio.to_thread(
+        batch_read,
+        {q: (1 if q == 0 else h) for q, h in heads.items()},
+        {q: (h - 1 if q == 0 else h) for q, h in heads.items()},
+    )
+    assert sorted(r["queue_offset"] for r in rows) == list(range(1, heads[0] - 1)) and {
+        r["queue_id"] for r in rows
+    } == {0}
 
     out, ckpt = tmp_path / "out", tmp_path / "ckpt"
 
@@ -161,8 +169,12 @@ async def test_spark_sink_writes_topic(target: Target, spark: Any) -> None:
     ns = target.namesrv_addr
 
     def write_and_read() -> list[Any]:
-        df = spark.createDataFrame(data, "body binary, tags string, keys array<string>, properties map<string,string>, queue_id int")
-        df.repartition(2).write.format("rocketmq").option("nameServer", ns).option("topic", topic).option("batchSize", "16").mode("append").save()
+        df = spark.createDataFrame(
+            data, "body binary, tags string, keys array<string>, properties map<string,string>, queue_id int"
+        )
+        df.repartition(2).write.format("rocketmq").option("nameServer", ns).option("topic", topic).option(
+            "batchSize", "16"
+        ).mode("append").save()
         return spark.read.format("rocketmq").option("nameServer", ns).option("topic", topic).load().collect()
 
     rows = await asyncio.to_thread(write_and_read)

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import pytest
 from interop_support import Target, create_topic, unique
-from waiting import wait_until
 
 from rocketpipe import (
     Admin,
@@ -47,8 +46,15 @@ from rocketpipe import (
 )
 from rocketpipe.client import rpc, select_by_hash
 from rocketpipe.client.consumer.local_offsets import decode_offsets, local_offsets_path
-from rocketpipe.client.consumer.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus, MessageListenerOrderly, lock_batch_mq, unlock_batch_mq
+from rocketpipe.client.consumer.orderly import (
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+    MessageListenerOrderly,
+    lock_batch_mq,
+    unlock_batch_mq,
+)
 from rocketpipe.client.consumer.simple import PopNotSupportedError
+from waiting import wait_until
 
 SUCCESS = ConsumeOrderlyStatus.SUCCESS
 SUSPEND = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
@@ -91,7 +97,9 @@ async def senders(target: Target) -> AsyncIterator[Callable[[list[MessageQueue]]
 
 async def broker_offset(admin: Admin, group: str, mq: MessageQueue) -> int:
     """The group's committed offset of ``mq`` on the broker (QUERY_CONSUMER_OFFSET)."""
-    return await rpc.query_consumer_offset(admin.runtime.pool, await admin.runtime.find_master_addr(mq.broker_name, mq.topic), group, mq, 5.0)
+    return await rpc.query_consumer_offset(
+        admin.runtime.pool, await admin.runtime.find_master_addr(mq.broker_name, mq.topic), group, mq, 5.0
+    )
 
 
 # ------------------------------------------------------------------------------ orderly push
@@ -113,7 +121,9 @@ async def test_orderly_push_consumption(target: Target, senders: Callable[[list[
                 for step in range(first, last):
                     for order in range(orders):
                         key = f"order-{order}"
-                        r = await sender.send(Message.build(topic, f"{key}:{step}", keys=key, tags=f"step{step}"), key=key)
+                        r = await sender.send(
+                            Message.build(topic, f"{key}:{step}", keys=key, tags=f"step{step}"), key=key
+                        )
                         assert r.message_queue == sender.select(key)
                         sent[key].append((r.message_queue.queue_id, r.queue_offset))
 
@@ -134,7 +144,17 @@ async def test_orderly_push_consumption(target: Target, senders: Callable[[list[
                         suspended.append(member)
                         ctx.suspend_current_queue_time_millis = 200
                         status = SUSPEND
-                    calls.append((member, ctx.message_queue.queue_id, bodies, [m.queue_offset for m in msgs], [m.reconsume_times for m in msgs], status, loop.time()))
+                    calls.append(
+                        (
+                            member,
+                            ctx.message_queue.queue_id,
+                            bodies,
+                            [m.queue_offset for m in msgs],
+                            [m.reconsume_times for m in msgs],
+                            status,
+                            loop.time(),
+                        )
+                    )
                     return status
 
                 return MessageListenerOrderly(consume)
@@ -153,11 +173,20 @@ async def test_orderly_push_consumption(target: Target, senders: Callable[[list[
                 return c
 
             def completed(who: str | None = None) -> list[str]:
-                return [body for m, _q, bodies, _o, _r, status, _t in calls if status is SUCCESS and who in (None, m) for body in bodies]
+                return [
+                    body
+                    for m, _q, bodies, _o, _r, status, _t in calls
+                    if status is SUCCESS and who in (None, m)
+                    for body in bodies
+                ]
 
             a = member("a")
             async with a:
-                await wait_until(lambda: len(completed("a")) == orders * steps // 2, timeout=60, what="member a consumes the first half")
+                await wait_until(
+                    lambda: len(completed("a")) == orders * steps // 2,
+                    timeout=60,
+                    what="member a consumes the first half",
+                )
                 assert {q.queue_id for q in a.locked_queues() if q.topic == topic} == {0, 1, 2, 3}
                 # the broker refuses the locks to anyone else while a holds them
                 assert await lock_batch_mq(probe.runtime, target.broker_addr, group, queues) == set()
@@ -170,11 +199,15 @@ async def test_orderly_push_consumption(target: Target, senders: Callable[[list[
             await send_steps(steps // 2, steps)
             b = member("b")
             async with b:
-                await wait_until(lambda: len(completed("b")) == orders * steps // 2, timeout=60, what="member b takes over")
+                await wait_until(
+                    lambda: len(completed("b")) == orders * steps // 2, timeout=60, what="member b takes over"
+                )
                 assert {q.queue_id for q in b.locked_queues() if q.topic == topic} == {0, 1, 2, 3}
                 assert await lock_batch_mq(probe.runtime, target.broker_addr, group, queues) == set()
                 # b resumed where a committed: nothing of the first half again
-                assert sorted(completed("b")) == sorted(f"order-{o}:{s}" for o in range(orders) for s in range(steps // 2, steps))
+                assert sorted(completed("b")) == sorted(
+                    f"order-{o}:{s}" for o in range(orders) for s in range(steps // 2, steps)
+                )
             for q in queues:  # b's offsets are on the broker after it left
                 assert await broker_offset(admin, group, q) == await admin.max_offset(q)
         finally:
@@ -211,7 +244,9 @@ async def test_orderly_push_consumption(target: Target, senders: Callable[[list[
 # ------------------------------------------------------------------------------ broadcasting
 
 
-async def test_broadcasting_consumption(target: Target, senders: Callable[[list[MessageQueue]], QueueSender], tmp_path: Path) -> None:
+async def test_broadcasting_consumption(
+    target: Target, senders: Callable[[list[MessageQueue]], QueueSender], tmp_path: Path
+) -> None:
     """BROADCASTING: each member gets every message; offsets live in the member's local file,
     not on the broker; a restarted member resumes from its file (and, as the 5.x
     LocalFileOffsetStore, keeps the file's offsets of a topic it no longer subscribes)."""
@@ -254,7 +289,11 @@ async def test_broadcasting_consumption(target: Target, senders: Callable[[list[
         try:
             await b.start()
             try:
-                await wait_until(lambda: min(len(v) for v in received.values()) >= 8, timeout=60, what="both members get every message")
+                await wait_until(
+                    lambda: min(len(v) for v in received.values()) >= 8,
+                    timeout=60,
+                    what="both members get every message",
+                )
                 assert sorted(a.assigned_queues()) == sorted(b.assigned_queues()) == sorted([*queues, flag_q])
             finally:
                 await b.close()
@@ -288,13 +327,19 @@ async def test_broadcasting_consumption(target: Target, senders: Callable[[list[
         async with a2:
             await wait_until(lambda: len(received["a"]) >= 4, timeout=60, what="restarted member gets the new messages")
             await wait_until(
-                lambda: {q: o for q, o in a2.committed_offsets().items() if q.topic == topic} == {q: 5 for q in queues},
+                lambda: (
+                    {q: o for q, o in a2.committed_offsets().items() if q.topic == topic} == dict.fromkeys(queues, 5)
+                ),
                 timeout=30,
                 what="restarted member's offsets at the end",
             )
         assert sorted(m.body.decode() for m in received["a"]) == later
         # the file has the new offsets, and still the one of the topic a2 did not subscribe
-        assert decode_offsets(local_offsets_path(a_id, group, offsets_dir).read_bytes()) == {queues[0]: 5, queues[1]: 5, flag_q: 2}
+        assert decode_offsets(local_offsets_path(a_id, group, offsets_dir).read_bytes()) == {
+            queues[0]: 5,
+            queues[1]: 5,
+            flag_q: 2,
+        }
 
 
 # ------------------------------------------------------------------------------ lite pull
@@ -325,7 +370,9 @@ async def test_lite_pull_assign(target: Target, senders: Callable[[list[MessageQ
             for mq in queues:
                 if i < len(bodies[mq]):
                     # distinct store timestamps inside a queue (offset_for_timestamp finds them exactly)
-                    await wait_until(lambda: int(time.time() * 1000) > last_ms + 2, timeout=5, what="clock tick")
+                    await wait_until(
+                        lambda last_ms=last_ms: int(time.time() * 1000) > last_ms + 2, timeout=5, what="clock tick"
+                    )
                     await sender.send(Message.build(topic, bodies[mq][i]), mq=mq)
                     last_ms = int(time.time() * 1000)
 
@@ -334,7 +381,9 @@ async def test_lite_pull_assign(target: Target, senders: Callable[[list[MessageQ
         async with consumer:
             got = await poll_until(consumer, 10)
             assert len(got) == 10
-            by_q: dict[MessageQueue, list[MessageExt]] = {mq: [m for m in got if m.queue_id == mq.queue_id] for mq in queues}
+            by_q: dict[MessageQueue, list[MessageExt]] = {
+                mq: [m for m in got if m.queue_id == mq.queue_id] for mq in queues
+            }
             for mq in queues:
                 assert [m.body.decode() for m in by_q[mq]] == bodies[mq]
                 assert [m.queue_offset for m in by_q[mq]] == list(range(len(bodies[mq])))
@@ -379,7 +428,9 @@ async def test_lite_pull_assign(target: Target, senders: Callable[[list[MessageQ
         async with resumed:
             assert await resumed.committed(q0) == 3
             rest = await poll_until(resumed, 4 + 3)
-        assert sorted((m.queue_id, m.queue_offset) for m in rest) == [(q0.queue_id, o) for o in range(3, 7)] + [(q1.queue_id, o) for o in range(1, 4)]
+        assert sorted((m.queue_id, m.queue_offset) for m in rest) == [(q0.queue_id, o) for o in range(3, 7)] + [
+            (q1.queue_id, o) for o in range(1, 4)
+        ]
 
 
 async def test_lite_pull_subscribe(target: Target, senders: Callable[[list[MessageQueue]], QueueSender]) -> None:
@@ -395,18 +446,27 @@ async def test_lite_pull_subscribe(target: Target, senders: Callable[[list[Messa
             await sender.send(Message.build(topic, body, tags="T"), mq=mq)
 
         solo_group = unique("cg_lps1")
-        async with LitePullConsumer(solo_group, namesrv_addr=target.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET) as solo:
+        async with LitePullConsumer(
+            solo_group, namesrv_addr=target.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+        ) as solo:
             solo.subscribe(topic, "T")
             got = await poll_until(solo, 20)
             assert solo.assignment() == queues
         assert sorted(m.body.decode() for m in got) == sorted(first)
-        assert all(queues[m.queue_id].queue_id == m.queue_id and first[m.body.decode()].queue_id == m.queue_id for m in got)
+        assert all(
+            queues[m.queue_id].queue_id == m.queue_id and first[m.body.decode()].queue_id == m.queue_id for m in got
+        )
         for mq in queues:  # auto commit at close
             assert await broker_offset(admin, solo_group, mq) == 5
 
         group = unique("cg_lps2")
         members = [
-            LitePullConsumer(group, namesrv_addr=target.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, rebalance_interval=1.0)
+            LitePullConsumer(
+                group,
+                namesrv_addr=target.namesrv_addr,
+                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+                rebalance_interval=1.0,
+            )
             for _ in range(2)
         ]
         for c in members:
@@ -417,7 +477,11 @@ async def test_lite_pull_subscribe(target: Target, senders: Callable[[list[Messa
             await wait_until(lambda: a.assignment() == queues, timeout=30, what="a alone has every queue")
             await b.start()
             await wait_until(
-                lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2 and set(a.assignment()) | set(b.assignment()) == set(queues),
+                lambda: (
+                    len(a.assignment()) == 2
+                    and len(b.assignment()) == 2
+                    and set(a.assignment()) | set(b.assignment()) == set(queues)
+                ),
                 timeout=60,
                 what="the two members split the queues 2 + 2",
             )
@@ -438,7 +502,9 @@ async def test_lite_pull_subscribe(target: Target, senders: Callable[[list[Messa
             for k, c in enumerate(members):
                 own = {mq.queue_id for mq in c.assignment()}
                 assert {m.queue_id for m in polled[k]} == own
-                assert sorted(m.body.decode() for m in polled[k]) == sorted(body for body, mq in everything.items() if mq.queue_id in own)
+                assert sorted(m.body.decode() for m in polled[k]) == sorted(
+                    body for body, mq in everything.items() if mq.queue_id in own
+                )
         finally:
             for c in members:
                 await c.close()
@@ -462,7 +528,13 @@ async def test_simple_consumer_pop(target: Target, senders: Callable[[list[Messa
         for i in range(3):
             await sender.send(Message.build(topic, f"job-{i}", tags="resize"), mq=queues[i % 2])
 
-    consumer = SimpleConsumer(group, namesrv_addr=target.namesrv_addr, subscriptions={topic: "resize"}, init_mode=ConsumeInitMode.MIN, await_duration=1)
+    consumer = SimpleConsumer(
+        group,
+        namesrv_addr=target.namesrv_addr,
+        subscriptions={topic: "resize"},
+        init_mode=ConsumeInitMode.MIN,
+        await_duration=1,
+    )
     if target.kind == "apache-4":
         async with consumer:
             with pytest.raises(PopNotSupportedError) as info:
@@ -482,7 +554,7 @@ async def test_simple_consumer_pop(target: Target, senders: Callable[[list[Messa
         await wait_until(receive_all, timeout=60, what="three jobs received")
         assert sorted(m.body for m in jobs) == [b"job-0", b"job-1", b"job-2"]
         assert all(m.reconsume_times == 0 and m.receipt_handle and m.topic == topic for m in jobs)
-        done, slow, dropped = sorted(jobs, key=lambda m: m.body)
+        done, slow, _dropped = sorted(jobs, key=lambda m: m.body)
         handles = {m.body: m.receipt_handle for m in jobs}
 
         await consumer.ack(done)

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from interop_support import JavaClient
-from waiting import wait_until
 
 from rocketpipe import (
     Admin,
@@ -32,6 +31,7 @@ from rocketpipe import (
 from rocketpipe.protocol.message import decode_records
 from rocketpipe.testing.apache import FAST_DELAY_LEVELS, remoting_request
 from rocketpipe.testing.cluster import LocalCluster, local_cluster
+from waiting import wait_until
 
 UTF8_KEY, UTF8_VALUE = "\u00fcn\u00ef", "\u00e7\u00f8d\u00e9"
 
@@ -42,7 +42,9 @@ def unique(prefix: str) -> str:
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
-    async with local_cluster(tmp_path / "store", message_delay_level=FAST_DELAY_LEVELS, broker_cluster_name="RocketPipeCluster") as c:
+    async with local_cluster(
+        tmp_path / "store", message_delay_level=FAST_DELAY_LEVELS, broker_cluster_name="RocketPipeCluster"
+    ) as c:
         yield c
 
 
@@ -116,7 +118,9 @@ async def test_java_producer_to_rocketpipe(java_client: JavaClient, cluster: Loc
             assert m.offset_msg_id == r["offsetMsgId"]
     batch_ids = res["batch"]["msgId"].split(",")
     assert [by_id[i].properties["idx"] for i in batch_ids] == [str(i) for i in range(n)]
-    assert [by_id[i].queue_offset for i in batch_ids] == list(range(res["batch"]["queueOffset"], res["batch"]["queueOffset"] + n))
+    assert [by_id[i].queue_offset for i in batch_ids] == list(
+        range(res["batch"]["queueOffset"], res["batch"]["queueOffset"] + n)
+    )
     big = by_id[res["big"]["msgId"]]
     assert big.body == bytes(10000) and big.keys == "key-big"
     async with Admin(cluster.namesrv_addr) as admin:  # Java compressed it (> 4 KiB): stored compressed
@@ -149,7 +153,9 @@ async def test_java_push_consumer_from_rocketpipe(java_client: JavaClient, clust
             props = {"idx": str(i), UTF8_KEY: UTF8_VALUE}
             if i in (3, 11):
                 props["redeliver"] = "1"
-            r = await p.send(Message.build(topic, f"py-{i}", tags=f"T{i % 2}", keys=[f"k{i}", "shared"], properties=props))
+            r = await p.send(
+                Message.build(topic, f"py-{i}", tags=f"T{i % 2}", keys=[f"k{i}", "shared"], properties=props)
+            )
             assert r.send_status is SendStatus.SEND_OK
             sent[r.msg_id] = i
         r_big = await p.send(Message.build(topic, b"z" * 10_000, tags="BIG", properties={"idx": "-1"}))
@@ -185,7 +191,9 @@ async def test_java_push_consumer_from_rocketpipe(java_client: JavaClient, clust
     # the group's offsets were committed to our broker: a rocketpipe consumer of the same
     # group starts where Java stopped and gets nothing new
     again: list[MessageExt] = []
-    consumer = PushConsumer(group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer = PushConsumer(
+        group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
     consumer.subscribe(topic, "*")
 
     async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
@@ -195,7 +203,9 @@ async def test_java_push_consumer_from_rocketpipe(java_client: JavaClient, clust
     consumer.register_message_listener(listener)
     async with consumer, Admin(cluster.namesrv_addr) as admin:
         queues = await admin.topic_queues(topic)
-        await wait_until(lambda: all(mq in consumer.committed_offsets() for mq in queues), timeout=30, what="offsets loaded")
+        await wait_until(
+            lambda: all(mq in consumer.committed_offsets() for mq in queues), timeout=30, what="offsets loaded"
+        )
         offsets = consumer.committed_offsets()
         for mq in queues:
             assert offsets[mq] == await admin.max_offset(mq), mq
@@ -209,10 +219,17 @@ async def test_java_push_consumers_share_a_group(java_client: JavaClient, cluste
     async with Admin(cluster.namesrv_addr) as admin:
         await admin.create_topic(topic, 4)
     window = "30"
-    runs = [asyncio.create_task(java_client.run("PushConsumerScenario", cluster.namesrv_addr, topic, group, "*", "0", window)) for _ in range(2)]
+    runs = [
+        asyncio.create_task(
+            java_client.run("PushConsumerScenario", cluster.namesrv_addr, topic, group, "*", "0", window)
+        )
+        for _ in range(2)
+    ]
 
     async def both_registered() -> bool:
-        reply = await asyncio.to_thread(remoting_request, cluster.broker_addr, 38, {"consumerGroup": group})  # GET_CONSUMER_LIST_BY_GROUP
+        reply = await asyncio.to_thread(
+            remoting_request, cluster.broker_addr, 38, {"consumerGroup": group}
+        )  # GET_CONSUMER_LIST_BY_GROUP
         return reply.code == 0 and len(json.loads(reply.body or b"{}").get("consumerIdList", [])) == 2
 
     await wait_until(both_registered, timeout=25, interval=0.5, what="both Java consumers registered")
@@ -238,7 +255,9 @@ async def test_java_push_consumer_tag_filter(java_client: JavaClient, cluster: L
         for i in range(12):
             await p.send(Message.build(topic, f"m{i}", tags=["TagA", "TagB", "TagC"][i % 3]))
     expected = sorted(f"m{i}" for i in range(12) if i % 3 != 1)
-    res = await java_client.run("PushConsumerScenario", cluster.namesrv_addr, topic, unique("jcg"), "TagA || TagC", str(len(expected)), "40")
+    res = await java_client.run(
+        "PushConsumerScenario", cluster.namesrv_addr, topic, unique("jcg"), "TagA || TagC", str(len(expected)), "40"
+    )
     assert res["done"]
     assert sorted(d["body"] for d in res["deliveries"]) == expected
     assert {d["tags"] for d in res["deliveries"]} == {"TagA", "TagC"}
@@ -321,7 +340,9 @@ async def _deliveries_seen_by_java(java_client: JavaClient, namesrv_addr: str) -
     topic, group = unique("JavaDiff"), unique("jdiff")
     async with Producer(unique("pg"), namesrv_addr=namesrv_addr) as p:
         await p.send(Message.build(topic, b"plain"))
-        await p.send(Message.build(topic, b"full", tags="TG", keys=["a", "b"], properties={"u": "1", UTF8_KEY: UTF8_VALUE}))
+        await p.send(
+            Message.build(topic, b"full", tags="TG", keys=["a", "b"], properties={"u": "1", UTF8_KEY: UTF8_VALUE})
+        )
         await p.send(Message.build(topic, b"retry", tags="TR", keys="rk", properties={"redeliver": "1"}))
         await p.send(Message.build(topic, b"z" * 5000, tags="BIG"))
     res = await java_client.run("PushConsumerScenario", namesrv_addr, topic, group, "*", "4", "60")
@@ -331,7 +352,9 @@ async def _deliveries_seen_by_java(java_client: JavaClient, namesrv_addr: str) -
         props = d["properties"]
         out[(d["body"][:5], d["reconsumeTimes"])] = {
             "property_keys": sorted(props),
-            "stable_properties": {k: v.replace(topic, "<topic>").replace(group, "<group>") for k, v in props.items() if k not in VOLATILE},
+            "stable_properties": {
+                k: v.replace(topic, "<topic>").replace(group, "<group>") for k, v in props.items() if k not in VOLATILE
+            },
             "tags": d["tags"],
             "keys": d["keys"],
             "topic": d["topic"].replace(topic, "<topic>"),
@@ -341,7 +364,9 @@ async def _deliveries_seen_by_java(java_client: JavaClient, namesrv_addr: str) -
     return out
 
 
-async def test_java_push_consumer_sees_what_apache_delivers(java_client: JavaClient, cluster: LocalCluster, request: pytest.FixtureRequest) -> None:
+async def test_java_push_consumer_sees_what_apache_delivers(
+    java_client: JavaClient, cluster: LocalCluster, request: pytest.FixtureRequest
+) -> None:
     """The same messages (sent by rocketpipe's producer) consumed by DefaultMQPushConsumer from
     rocketpipe and from the Apache broker of the client's major version look the same to Java:
     property names, stable property values, tags, keys, topic, sysFlag, for first deliveries
@@ -372,7 +397,9 @@ async def _stored_java_messages(java_client: JavaClient, namesrv_addr: str) -> d
     return out
 
 
-async def test_java_producer_stores_what_apache_stores(java_client: JavaClient, cluster: LocalCluster, request: pytest.FixtureRequest) -> None:
+async def test_java_producer_stores_what_apache_stores(
+    java_client: JavaClient, cluster: LocalCluster, request: pytest.FixtureRequest
+) -> None:
     """DefaultMQProducer's sync/async/oneway/batch/delay/compressed sends stored by rocketpipe and
     by the Apache broker of the client's major version: same properties, sysFlag and flag."""
     apache = request.getfixturevalue("apache_5" if java_client.major >= 5 else "apache_4")

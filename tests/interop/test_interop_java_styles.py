@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 from interop_support import JavaClient
-from waiting import wait_until
 
 from rocketpipe import Admin, Message, Producer, SendStatus
 from rocketpipe.protocol.bodies.assignment import MessageRequestMode, SetMessageRequestModeRequestBody
@@ -35,6 +34,7 @@ from rocketpipe.protocol.message import MessageQueue
 from rocketpipe.testing.apache import FAST_DELAY_LEVELS, remoting_request
 from rocketpipe.testing.cluster import LocalCluster, local_cluster
 from rocketpipe.transport import Connection
+from waiting import wait_until
 
 #: DefaultMQPushConsumerImpl.popDelayLevel[0]: the invisible time of a first RECONSUME_LATER in POP mode (s).
 POP_FIRST_RETRY_DELAY_S = 10
@@ -48,7 +48,9 @@ def unique(prefix: str) -> str:
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
-    async with local_cluster(tmp_path / "store", message_delay_level=FAST_DELAY_LEVELS, broker_cluster_name="RocketPipeCluster") as c:
+    async with local_cluster(
+        tmp_path / "store", message_delay_level=FAST_DELAY_LEVELS, broker_cluster_name="RocketPipeCluster"
+    ) as c:
         yield c
 
 
@@ -76,10 +78,26 @@ async def test_java_orderly_consumer(java_client: JavaClient, cluster: LocalClus
     gate = tmp_path / "gate"
     gate.mkdir()
     run = asyncio.create_task(
-        java_client.run("OrderlyConsumerScenario", cluster.namesrv_addr, topic, group, str(orders), str(per_order), suspend, str(gate), "100", timeout=150)
+        java_client.run(
+            "OrderlyConsumerScenario",
+            cluster.namesrv_addr,
+            topic,
+            group,
+            str(orders),
+            str(per_order),
+            suspend,
+            str(gate),
+            "100",
+            timeout=150,
+        )
     )
     try:
-        await wait_until(lambda: (gate / "locked").exists() or run.done(), timeout=60, interval=0.1, what="the Java consumer locked its queues")
+        await wait_until(
+            lambda: (gate / "locked").exists() or run.done(),
+            timeout=60,
+            interval=0.1,
+            what="the Java consumer locked its queues",
+        )
         assert not run.done(), run.result()
         info = json.loads((gate / "locked").read_text())
         client_id = info["clientId"]
@@ -133,7 +151,11 @@ async def test_java_orderly_consumer(java_client: JavaClient, cluster: LocalClus
         assert got == expected, f"queue {q}"
     # per order: seq order
     for o in range(orders):
-        seqs = [int(d["properties"]["seq"]) for d in deliveries if d["properties"]["order"] == str(o) and d["reconsumeTimes"] == 0]
+        seqs = [
+            int(d["properties"]["seq"])
+            for d in deliveries
+            if d["properties"]["order"] == str(o) and d["reconsumeTimes"] == 0
+        ]
         assert seqs == list(range(per_order))
 
     # shutdown: the locks are released (UNLOCK_BATCH_MQ) and the offsets committed
@@ -172,11 +194,26 @@ async def test_java_pop_consumer(java_client: JavaClient, cluster: LocalCluster)
     async with Admin(cluster.namesrv_addr) as admin:
         await admin.create_topic(topic, 4)
     if java_client.major >= 5:
-        code, out = await java_client.mqadmin(cluster.namesrv_addr, "setConsumeMode", "-b", cluster.broker_addr, "-t", topic, "-g", group, "-m", "POP", "-q", "0")
+        code, out = await java_client.mqadmin(
+            cluster.namesrv_addr,
+            "setConsumeMode",
+            "-b",
+            cluster.broker_addr,
+            "-t",
+            topic,
+            "-g",
+            group,
+            "-m",
+            "POP",
+            "-q",
+            "0",
+        )
         assert code == 0 and f"set consume mode to {cluster.broker_addr} success." in out, out
         assert f"topic[{topic}] group[{group}] consume mode[POP] popShareQueueNum[0]" in out
     else:
-        code, out = await java_client.mqadmin(cluster.namesrv_addr, "setConsumeMode", "-b", cluster.broker_addr, "-t", topic, "-g", group, "-m", "POP")
+        code, out = await java_client.mqadmin(
+            cluster.namesrv_addr, "setConsumeMode", "-b", cluster.broker_addr, "-t", topic, "-g", group, "-m", "POP"
+        )
         assert "The sub command setConsumeMode not exist." in out, out  # MQAdminStartup of tools 4.9.8
         await _set_mode_over_the_wire(cluster, topic, group)
     mode = broker.assignment.table.get(topic, group)
@@ -215,7 +252,9 @@ async def test_java_pop_consumer(java_client: JavaClient, cluster: LocalCluster)
         for d in deliveries:
             ck = ExtraInfo.parse(d["properties"]["POP_CK"])
             assert ck.broker_name == name and ck.invisible_time == JAVA_POP_INVISIBLE_MS
-            assert ck.retry == ("0" if d["reconsumeTimes"] == 0 else "1")  # the redelivery was popped from %RETRY%<group>_<topic>
+            assert ck.retry == (
+                "0" if d["reconsumeTimes"] == 0 else "1"
+            )  # the redelivery was popped from %RETRY%<group>_<topic>
         for d in again:
             # RECONSUME_LATER -> CHANGE_MESSAGE_INVISIBLETIME by popDelayLevel[0]: revived, popped again no sooner
             first_ck, again_ck = (ExtraInfo.parse(x["properties"]["POP_CK"]) for x in (first[d["msgId"]], d))
@@ -226,7 +265,9 @@ async def test_java_pop_consumer(java_client: JavaClient, cluster: LocalCluster)
             assert broker.pop.table.pop_offset(group, topic, q) == broker.store.get_max_offset(topic, q)
     else:
         assert res["serverRebalanceApi"] is False and res["popQueues"] == []
-        assert sorted(q for q in res["pullQueues"] if q.startswith(f"{topic}/")) == [f"{topic}/{name}/{q}" for q in range(4)]
+        assert sorted(q for q in res["pullQueues"] if q.startswith(f"{topic}/")) == [
+            f"{topic}/{name}/{q}" for q in range(4)
+        ]
         assert not [d for d in deliveries if "POP_CK" in d["properties"]]
         assert all(d["properties"].get("RETRY_TOPIC") == topic for d in again)  # via %RETRY%<group>
         assert broker.pop.table.in_flight(group) == 0

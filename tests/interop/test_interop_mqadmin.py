@@ -15,11 +15,20 @@ from pathlib import Path
 
 import pytest
 from interop_support import JavaClient, Target
-from waiting import wait_until
 
-from rocketpipe import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, MessageExt, Producer, PushConsumer, SendResult
+from rocketpipe import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeFromWhere,
+    Message,
+    MessageExt,
+    Producer,
+    PushConsumer,
+    SendResult,
+)
 from rocketpipe.testing.apache import FAST_DELAY_LEVELS
 from rocketpipe.testing.cluster import local_cluster
+from waiting import wait_until
 
 CLUSTER = "RocketPipeCluster"
 
@@ -32,7 +41,9 @@ def unique(prefix: str) -> str:
 async def server(request: pytest.FixtureRequest, java_client: JavaClient, tmp_path: Path) -> AsyncIterator[Target]:
     """rocketpipe's local cluster, or the Apache cluster of the tools' major version."""
     if request.param == "rocketpipe":
-        async with local_cluster(tmp_path / "store", message_delay_level=FAST_DELAY_LEVELS, broker_cluster_name=CLUSTER) as c:
+        async with local_cluster(
+            tmp_path / "store", message_delay_level=FAST_DELAY_LEVELS, broker_cluster_name=CLUSTER
+        ) as c:
             yield Target("rocketpipe", c.namesrv_addr, c.broker_addr, c.broker.config.broker_name)
         return
     ac = request.getfixturevalue("apache_5" if java_client.major >= 5 else "apache_4")
@@ -54,7 +65,9 @@ async def send_some(t: Target, topic: str, n: int) -> list[SendResult]:
 
 async def consume_all(t: Target, group: str, topic: str, n: int) -> None:
     got: list[MessageExt] = []
-    consumer = PushConsumer(group, namesrv_addr=t.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer = PushConsumer(
+        group, namesrv_addr=t.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
     consumer.subscribe(topic, "*")
 
     async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
@@ -69,10 +82,14 @@ async def consume_all(t: Target, group: str, topic: str, n: int) -> None:
 
 async def test_mqadmin_update_topic_list_and_route(java_client: JavaClient, server: Target) -> None:
     by_cluster, by_broker = unique("AdmC"), unique("AdmB")
-    code, out = await java_client.mqadmin(server.namesrv_addr, "updateTopic", "-c", cluster_name(server), "-t", by_cluster, "-r", "4", "-w", "4")
+    code, out = await java_client.mqadmin(
+        server.namesrv_addr, "updateTopic", "-c", cluster_name(server), "-t", by_cluster, "-r", "4", "-w", "4"
+    )
     assert code == 0 and f"create topic to {server.broker_addr} success." in out, out
     assert f"TopicConfig [topicName={by_cluster}, readQueueNums=4, writeQueueNums=4, perm=RW-" in out
-    code, out = await java_client.mqadmin(server.namesrv_addr, "updateTopic", "-b", server.broker_addr, "-t", by_broker, "-r", "2", "-w", "3")
+    code, out = await java_client.mqadmin(
+        server.namesrv_addr, "updateTopic", "-b", server.broker_addr, "-t", by_broker, "-r", "2", "-w", "3"
+    )
     assert code == 0 and f"create topic to {server.broker_addr} success." in out, out
 
     async def listed() -> bool:
@@ -96,7 +113,10 @@ async def test_mqadmin_topic_status(java_client: JavaClient, server: Target) -> 
     per_queue: dict[int, int] = {}
     for r in results:
         per_queue[r.message_queue.queue_id] = per_queue.get(r.message_queue.queue_id, 0) + 1
-    rows = {int(m[1]): (int(m[2]), int(m[3])) for m in re.finditer(rf"^{re.escape(server.broker_name)}\s+(\d+)\s+(\d+)\s+(\d+)", out, re.M)}
+    rows = {
+        int(m[1]): (int(m[2]), int(m[3]))
+        for m in re.finditer(rf"^{re.escape(server.broker_name)}\s+(\d+)\s+(\d+)\s+(\d+)", out, re.M)
+    }
     assert rows, out
     assert {q: mx for q, (_, mx) in rows.items() if mx} == per_queue
     assert all(mn == 0 for mn, _ in rows.values())

@@ -38,7 +38,9 @@ def _mount_or_skip(argv: list[str]) -> None:
         return
     text = " ".join((done.stderr or done.stdout).split())
     if _NOT_PERMITTED.search(text) or os.geteuid() != 0:
-        pytest.skip(f"mounting is not permitted here (euid {os.geteuid()}; needs root or CAP_SYS_ADMIN): {' '.join(argv)}: {text}")
+        pytest.skip(
+            f"mounting is not permitted here (euid {os.geteuid()}; needs root or CAP_SYS_ADMIN): {' '.join(argv)}: {text}"
+        )
     pytest.fail(f"{' '.join(argv)} failed (exit {done.returncode}): {text}")
 
 

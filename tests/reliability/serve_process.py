@@ -370,7 +370,9 @@ class ServeProcess:
             status = self._proc.wait(timeout=limit)
         except subprocess.TimeoutExpired:
             self.kill9()
-            raise AssertionError(f"rocketpipe serve did not stop within {limit}s of SIGTERM:\n{self.log_tail()}") from None
+            raise AssertionError(
+                f"rocketpipe serve did not stop within {limit}s of SIGTERM:\n{self.log_tail()}"
+            ) from None
         self._close_log()
         return status
 
@@ -401,7 +403,9 @@ class ServeProcess:
             self.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def __repr__(self) -> str:

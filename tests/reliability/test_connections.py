@@ -22,7 +22,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from waiting import wait_until
 
 from rocketpipe.broker import Broker, BrokerConfig
 from rocketpipe.errors import InvalidArgumentError
@@ -32,6 +31,7 @@ from rocketpipe.protocol.frame import FrameDecoder, encode_frame
 from rocketpipe.ratelog import RateLimitedLog
 from rocketpipe.transport import Connection, RemotingServer, Router
 from rocketpipe.transport.limits import ServerLimits
+from waiting import wait_until
 
 ECHO = 9101
 MiB = 1024 * 1024
@@ -204,7 +204,9 @@ async def test_past_the_total_cap_the_biggest_holder_is_closed_first(
     make_server: ServerFactory, peers: list[RawPeer], caplog: pytest.LogCaptureFixture
 ) -> None:
     limits = ServerLimits(
-        server_channel_max_idle_time_seconds=0, server_max_pending_frame_bytes=16 * MiB, server_max_pending_bytes_total=2 * MiB
+        server_channel_max_idle_time_seconds=0,
+        server_max_pending_frame_bytes=16 * MiB,
+        server_max_pending_bytes_total=2 * MiB,
     )
     server = await make_server(limits)
     big, mid, small = [await RawPeer.open(server.address or "") for _ in range(3)]
@@ -266,13 +268,15 @@ async def test_frame_declared_over_16_mib_is_refused_from_its_length(
     assert len(warnings_with(caplog, "malformed frame")) == 1
 
 
-async def test_many_stalled_partial_frames_stay_under_the_cap(
-    make_server: ServerFactory, peers: list[RawPeer]
-) -> None:
+async def test_many_stalled_partial_frames_stay_under_the_cap(make_server: ServerFactory, peers: list[RawPeer]) -> None:
     """The issue's probe (64 x 15 MiB of 16 MiB frames, then silent) scaled to 16 x 1 MiB, cap 4 MiB."""
     cap, each, count = 4 * MiB, MiB, 16
     server = await make_server(
-        ServerLimits(server_channel_max_idle_time_seconds=0, server_max_pending_frame_bytes=2 * MiB, server_max_pending_bytes_total=cap)
+        ServerLimits(
+            server_channel_max_idle_time_seconds=0,
+            server_max_pending_frame_bytes=2 * MiB,
+            server_max_pending_bytes_total=cap,
+        )
     )
     stalled = [await RawPeer.open(server.address or "") for _ in range(count)]
     peers.extend(stalled)
@@ -343,7 +347,9 @@ async def test_unsolicited_responses_log_one_line_then_the_count(
 
     with caplog.at_level(logging.WARNING, logger="rocketpipe.transport"):
         await peer.send(responses(1, 20_000))
-        await wait_until(lambda: warnings.counts.get("unsolicited-response") == 20_000, timeout=60, what="20,000 responses seen")
+        await wait_until(
+            lambda: warnings.counts.get("unsolicited-response") == 20_000, timeout=60, what="20,000 responses seen"
+        )
         assert len(warnings_with(caplog, "unknown opaque")) == 1
         clock.now += 61
         await peer.send(responses(20_001, 1))
@@ -380,7 +386,9 @@ def test_server_limits_reject_out_of_range_values(bad: dict[str, float]) -> None
 
 
 async def test_broker_server_uses_the_config_limits(tmp_path: Path, peers: list[RawPeer]) -> None:
-    config = BrokerConfig(store_dir=tmp_path / "store", listen_port=0, server_max_connections=1, server_channel_max_idle_time_seconds=7)
+    config = BrokerConfig(
+        store_dir=tmp_path / "store", listen_port=0, server_max_connections=1, server_channel_max_idle_time_seconds=7
+    )
     async with Broker(config) as broker:
         assert broker.server.limits == ServerLimits.from_config(config)
         first = await RawPeer.open(broker.server.address or "")

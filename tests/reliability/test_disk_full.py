@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 from serve_process import ServeProcess
-from waiting import wait_until
 
 from rocketpipe import Admin, LitePullConsumer, Message, Producer
 from rocketpipe.errors import RocketMQError, ServiceNotAvailableError
 from rocketpipe.testing.cluster import local_cluster
+from waiting import wait_until
 
 TOPIC = "Fill"
 DISK_FULL_REMARK = "the broker's disk is full ["
@@ -91,7 +91,9 @@ async def test_filling_the_disk_refuses_puts_keeps_reads_and_resumes(small_fs: C
             assert not c.broker.store.disk_full
 
 
-def test_serve_on_a_disk_too_small_for_a_segment_answers_and_stays_up(small_fs: Callable[..., Path], tmp_path: Path) -> None:
+def test_serve_on_a_disk_too_small_for_a_segment_answers_and_stays_up(
+    small_fs: Callable[..., Path], tmp_path: Path
+) -> None:
     """Defaults (1 GiB segments) on a 64 MiB filesystem: the probe's SIGBUS case."""
     import asyncio
 
@@ -122,16 +124,26 @@ def test_serve_on_a_disk_too_small_for_a_segment_answers_and_stays_up(small_fs: 
     assert "disk full" in serve.log_text()
 
 
-def test_close_on_a_full_disk_keeps_the_abort_marker_and_loses_nothing(small_fs: Callable[..., Path], caplog: pytest.LogCaptureFixture) -> None:
+def test_close_on_a_full_disk_keeps_the_abort_marker_and_loses_nothing(
+    small_fs: Callable[..., Path], caplog: pytest.LogCaptureFixture
+) -> None:
     """The final flush cannot write (not one free block): close logs, unmaps, and the next start recovers."""
     from rocketpipe.store import MessageInner, MessageStore, PutStatus, StoreConfig
 
     fs = small_fs(8)
     root = fs / "store"
-    cfg = StoreConfig(root, mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue=20 * 1000, max_hash_slot_num=1000, max_index_num=10_000)
+    cfg = StoreConfig(
+        root,
+        mapped_file_size_commit_log=1 << 20,
+        mapped_file_size_consume_queue=20 * 1000,
+        max_hash_slot_num=1000,
+        max_index_num=10_000,
+    )
 
     def msg(i: int) -> MessageInner:
-        return MessageInner(TOPIC, 0, f"{i:06d}".encode() * 100, properties={"KEYS": f"k{i}"}, store_host="127.0.0.1:10911")
+        return MessageInner(
+            TOPIC, 0, f"{i:06d}".encode() * 100, properties={"KEYS": f"k{i}"}, store_host="127.0.0.1:10911"
+        )
 
     store = MessageStore(cfg)
     store.load()

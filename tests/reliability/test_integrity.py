@@ -35,7 +35,10 @@ async def _produce(store: Path, n: int = N) -> list[tuple[int, int]]:
             await admin.create_topic(TOPIC, queue_nums=1)
         async with Producer("pg", namesrv_addr=c.namesrv_addr) as producer:
             for i in range(0, n, 50):
-                batch = [Message.build(TOPIC, f"entry {j:05d} ".encode() * 20, keys=f"k{j}") for j in range(i, min(n, i + 50))]
+                batch = [
+                    Message.build(TOPIC, f"entry {j:05d} ".encode() * 20, keys=f"k{j}")
+                    for j in range(i, min(n, i + 50))
+                ]
                 r = await producer.send_batch(batch)
                 assert r.send_status.name == "SEND_OK"
         store_ = c.broker.store
@@ -86,7 +89,9 @@ def _overwrite(path: Path, pos: int, data: bytes) -> None:
         f.write(data)
 
 
-async def test_record_overwritten_mid_log_after_clean_stop_is_not_served(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def test_record_overwritten_mid_log_after_clean_stop_is_not_served(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     sent = await _produce(tmp_path)
     qo, phys = sent[200]
     _overwrite(_segment(tmp_path), phys + 150, b"\xa5" * 100)  # 100 bytes overwritten in the body
@@ -101,7 +106,7 @@ async def test_record_overwritten_mid_log_after_clean_stop_is_not_served(tmp_pat
 
 async def test_last_record_cut_in_half_after_clean_stop(tmp_path: Path) -> None:
     sent = await _produce(tmp_path)
-    qo, phys = sent[-1]
+    _qo, phys = sent[-1]
     seg = _segment(tmp_path)
     with open(seg, "r+b") as f:
         f.truncate(phys + 200)  # the file loses the second half of its last record and the rest
@@ -125,7 +130,9 @@ async def test_crash_with_damaged_record_below_checkpoint_keeps_the_rest(tmp_pat
 
 
 @pytest.mark.parametrize("which", ["middle", "last", "all"])
-async def test_deleted_consume_queue_file_is_rebuilt(tmp_path: Path, which: str, caplog: pytest.LogCaptureFixture) -> None:
+async def test_deleted_consume_queue_file_is_rebuilt(
+    tmp_path: Path, which: str, caplog: pytest.LogCaptureFixture
+) -> None:
     await _produce(tmp_path)
     qdir = tmp_path / "consumequeue" / TOPIC / "0"
     files = sorted(qdir.iterdir())
@@ -151,10 +158,12 @@ async def test_garbage_in_consume_queue_file_is_rebuilt(tmp_path: Path) -> None:
 
 
 async def test_missing_commit_log_file_refuses_to_start(tmp_path: Path) -> None:
-    async with local_cluster(tmp_path, mapped_file_size_commit_log=64 * 1024) as c:
-        async with Producer("pg", namesrv_addr=c.namesrv_addr) as producer:
-            for i in range(0, 400, 50):
-                await producer.send_batch([Message.build(TOPIC, b"x" * 1000) for _ in range(50)])
+    async with (
+        local_cluster(tmp_path, mapped_file_size_commit_log=64 * 1024) as c,
+        Producer("pg", namesrv_addr=c.namesrv_addr) as producer,
+    ):
+        for _i in range(0, 400, 50):
+            await producer.send_batch([Message.build(TOPIC, b"x" * 1000) for _ in range(50)])
     files = sorted((tmp_path / "commitlog").iterdir())
     assert len(files) >= 4
     files[1].unlink()

@@ -18,7 +18,6 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from waiting import wait_until
 
 from rocketpipe import (
     Admin,
@@ -39,6 +38,7 @@ from rocketpipe.store import clean as clean_mod
 from rocketpipe.store.clean import CleanCommitLogService, disk_partition_used_ratio
 from rocketpipe.testing.clock import FakeClock
 from rocketpipe.testing.cluster import LocalCluster, local_cluster
+from waiting import wait_until
 
 SEGMENT = 64 * 1024
 CQ_FILE = 20 * 50
@@ -131,7 +131,9 @@ def starts(store: MessageStore) -> list[int]:
     ("delete_when", "hour", "deletes"),
     [("04", 3, False), ("04", 4, True), ("04", 5, False), ("01;04", 1, True), ("01;04", 2, False), ("1;4", 4, True)],
 )
-def test_expired_files_deleted_only_at_a_delete_when_hour(make_store, clock: FakeClock, delete_when: str, hour: int, deletes: bool) -> None:
+def test_expired_files_deleted_only_at_a_delete_when_hour(
+    make_store, clock: FakeClock, delete_when: str, hour: int, deletes: bool
+) -> None:
     clock.set(local_ms(hour))
     store = make_store(delete_when=delete_when)
     fill(store, 4)
@@ -242,7 +244,9 @@ def test_clean_forcibly_ratio_deletes_unexpired_files(make_store, clock: FakeClo
     assert not store.disk_full  # 86 % is under the warning level
 
 
-def test_warning_ratio_refuses_puts_until_space_returns(make_store, clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+def test_warning_ratio_refuses_puts_until_space_returns(
+    make_store, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
     store = make_store(disk_space_warning_level_ratio=90, clean_file_forcibly_enable=False)
     put(store, 0)
     disk = Disk(0.91)
@@ -270,7 +274,9 @@ def test_warning_ratio_refuses_puts_until_space_returns(make_store, clock: FakeC
 
 def test_ratios_are_clamped_as_java(make_store, clock: FakeClock) -> None:
     # warning 99 -> 90, clean-forcibly 99 -> 85, max used 99 -> 95
-    store = make_store(disk_space_warning_level_ratio=99, disk_space_clean_forcibly_ratio=99, disk_max_used_space_ratio=99)
+    store = make_store(
+        disk_space_warning_level_ratio=99, disk_space_clean_forcibly_ratio=99, disk_max_used_space_ratio=99
+    )
     svc = CleanCommitLogService(store, clock, Disk())
     assert svc.check_disk_space(0.91) is True
     assert svc.check_disk_space(0.90) is False
@@ -320,7 +326,10 @@ def test_disk_full_on_a_real_small_filesystem(small_fs, clock: FakeClock) -> Non
             f.write(b"\0" * (st.f_bavail * st.f_frsize - st.f_blocks * st.f_frsize // 20))
         assert svc.measure() > 0.90
         assert svc.check_disk_space() is True
-        assert store.put_message(MessageInner(TOPIC, 0, BODY, store_host="127.0.0.1:10911")).status is PutStatus.SERVICE_NOT_AVAILABLE
+        assert (
+            store.put_message(MessageInner(TOPIC, 0, BODY, store_host="127.0.0.1:10911")).status
+            is PutStatus.SERVICE_NOT_AVAILABLE
+        )
         ballast.unlink()
         assert svc.check_disk_space() is False
         put(store, 1)
@@ -403,7 +412,9 @@ async def delete_by_retention(c: LocalCluster, clock: FakeClock) -> int:
     store = c.broker.store
     assert len(store.commit_log_files()) >= 4 and store.get_min_offset(TOPIC, 0) == 0
     clock.set(local_ms(4, day=16))  # the real mtimes are years older than the fake clock: all expired
-    await wait_until(lambda: len(store.commit_log_files()) == 1, timeout=10, what="retention deleting every full segment")
+    await wait_until(
+        lambda: len(store.commit_log_files()) == 1, timeout=10, what="retention deleting every full segment"
+    )
     lo = store.get_min_offset(TOPIC, 0)
     assert lo > 0
     return lo
@@ -412,7 +423,9 @@ async def delete_by_retention(c: LocalCluster, clock: FakeClock) -> int:
 N = 250
 
 
-async def test_broker_clean_loop_and_push_consumer_behind_the_new_min(tmp_path: Path, disk: Disk, caplog: pytest.LogCaptureFixture) -> None:
+async def test_broker_clean_loop_and_push_consumer_behind_the_new_min(
+    tmp_path: Path, disk: Disk, caplog: pytest.LogCaptureFixture
+) -> None:
     clock = FakeClock(local_ms(13))
     group = "cg-behind"
     with caplog.at_level(logging.INFO, logger="rocketpipe.store.clean"):
@@ -426,7 +439,10 @@ async def test_broker_clean_loop_and_push_consumer_behind_the_new_min(tmp_path: 
 
             await wait_until(lambda: bool(summary()), what="the clean loop's summary line")
             (line,) = summary()  # one line for the whole run
-            assert re.fullmatch(rf"commit-log clean deleted [4-9] file\(s\) reason=time used=10% min_offset={c.broker.store.get_min_phy_offset()}", line)
+            assert re.fullmatch(
+                rf"commit-log clean deleted [4-9] file\(s\) reason=time used=10% min_offset={c.broker.store.get_min_phy_offset()}",
+                line,
+            )
 
             got: list[MessageExt] = []
 
@@ -434,12 +450,18 @@ async def test_broker_clean_loop_and_push_consumer_behind_the_new_min(tmp_path: 
                 got.extend(msgs)
                 return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-            consumer = PushConsumer(group, namesrv_addr=c.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+            consumer = PushConsumer(
+                group, namesrv_addr=c.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+            )
             consumer.subscribe(TOPIC, "*")
             consumer.register_message_listener(listener)
             async with consumer:
-                await wait_until(lambda: len({m.queue_offset for m in got}) >= N - lo, timeout=30, what="messages from the new min")
-                await wait_until(lambda: c.broker.offsets.query(group, TOPIC, 0) == N, timeout=30, what="offset committed to the end")
+                await wait_until(
+                    lambda: len({m.queue_offset for m in got}) >= N - lo, timeout=30, what="messages from the new min"
+                )
+                await wait_until(
+                    lambda: c.broker.offsets.query(group, TOPIC, 0) == N, timeout=30, what="offset committed to the end"
+                )
             offsets = sorted({m.queue_offset for m in got})
             assert offsets == list(range(lo, N))  # moved to the min, nothing below it, nothing missed
             assert all(m.body == BODY + b"%d" % m.queue_offset for m in got)
@@ -455,7 +477,9 @@ async def test_lite_pull_consumer_behind_the_new_min(tmp_path: Path, disk: Disk)
         async with Admin(c.namesrv_addr) as admin:
             queues = await admin.topic_queues(TOPIC)
         got: list[MessageExt] = []
-        async with LitePullConsumer(group, namesrv_addr=c.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET) as lp:
+        async with LitePullConsumer(
+            group, namesrv_addr=c.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+        ) as lp:
             lp.assign(queues)
 
             async def enough() -> bool:

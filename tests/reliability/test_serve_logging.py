@@ -22,14 +22,16 @@ from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
-from waiting import wait_until_sync
 
 from rocketpipe.cli.errors import EXIT_USAGE
 from rocketpipe.cli.logging_setup import configure_logging
 from rocketpipe.cli.main import app
+from waiting import wait_until_sync
 
 LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) [A-Za-z_][\w.]*: \S")
-START = re.compile(r"INFO rocketpipe\.cli\.serve: rocketpipe serve started namesrv=(\S+) broker=(\S+) (.*)$", re.MULTILINE)
+START = re.compile(
+    r"INFO rocketpipe\.cli\.serve: rocketpipe serve started namesrv=(\S+) broker=(\S+) (.*)$", re.MULTILINE
+)
 
 
 def _read(path: Path) -> str:
@@ -66,7 +68,9 @@ def test_serve_logs_a_start_line_with_retention_and_applies_connection_flags(
 ) -> None:
     proc, log_file, out_file = serve_log
     wait_until_sync(
-        lambda: START.search(_read(log_file)) is not None or proc.poll() is not None, timeout=60, what="the start line in the log file"
+        lambda: START.search(_read(log_file)) is not None or proc.poll() is not None,
+        timeout=60,
+        what="the start line in the log file",
     )
     assert proc.poll() is None, f"serve exited early ({proc.returncode}):\n{_read(out_file)}\n{_read(log_file)}"
     start = START.search(_read(log_file))

@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from serve_process import ServeProcess
 
 from rocketpipe import Admin, Message, Producer, PullStatus, SendStatus
 from rocketpipe.errors import ProtocolError, RocketMQError
 from rocketpipe.protocol.message import MessageExt, body_crc, decode_records
-from serve_process import ServeProcess
 from waiting import wait_until
 
 TOPIC = "ReliabilityCrashLoop"
@@ -126,12 +126,16 @@ async def _broker_registered(admin: Admin) -> bool:
 
 async def create_topic(serve: ServeProcess) -> None:
     async with Admin(serve.namesrv_addr) as admin:
-        await wait_until(lambda: _broker_registered(admin), timeout=30, what="the broker to register with the name server")
+        await wait_until(
+            lambda: _broker_registered(admin), timeout=30, what="the broker to register with the name server"
+        )
         await admin.create_topic(TOPIC, queue_nums=QUEUE_NUMS)
         await wait_until(lambda: _topic_ready(admin), timeout=30, what=f"the route of {TOPIC}")
 
 
-async def produce_until_stopped(serve: ServeProcess, ledger: Ledger, round_no: int, rng: random.Random, stop_signal: int) -> int:
+async def produce_until_stopped(
+    serve: ServeProcess, ledger: Ledger, round_no: int, rng: random.Random, stop_signal: int
+) -> int:
     """Send from SENDERS tasks; after a random number of acks, deliver ``stop_signal`` to ``serve``.
 
     Returns the number of acknowledged sends of this round. A send that fails before the signal
@@ -162,7 +166,9 @@ async def produce_until_stopped(serve: ServeProcess, ledger: Ledger, round_no: i
                     result = await producer.send(Message.build(TOPIC, body, tags=f"r{round_no}", keys=key))
                 except RocketMQError as exc:
                     if not stopped:
-                        raise AssertionError(f"seed {ledger.seed} round {round_no}: send {key} failed before the stop: {exc!r}") from exc
+                        raise AssertionError(
+                            f"seed {ledger.seed} round {round_no}: send {key} failed before the stop: {exc!r}"
+                        ) from exc
                     ledger.failed[type(exc).__name__] += 1
                     return
                 if result.send_status is SendStatus.SEND_OK:
@@ -199,7 +205,9 @@ async def read_topic(serve: ServeProcess, ledger: Ledger, round_no: int) -> list
             while offset < max_offset:
                 raw = await admin.pull_raw(mq, offset, 32)
                 where = f"seed {ledger.seed} round {round_no}: queue {mq.queue_id} offset {offset} (min {min_offset}, max {max_offset})"
-                assert raw.status is PullStatus.FOUND, f"{where}: pull answered {raw.status.name}, next {raw.next_begin_offset}"
+                assert raw.status is PullStatus.FOUND, (
+                    f"{where}: pull answered {raw.status.name}, next {raw.next_begin_offset}"
+                )
                 try:
                     batch = decode_records(raw.body)
                 except ProtocolError as exc:
@@ -207,7 +215,9 @@ async def read_topic(serve: ServeProcess, ledger: Ledger, round_no: int) -> list
                 assert batch, f"{where}: FOUND with no record"
                 read.messages += batch
                 read.pull_max_offsets.add(raw.max_offset)
-                assert raw.next_begin_offset > offset, f"{where}: next begin offset {raw.next_begin_offset} does not advance"
+                assert raw.next_begin_offset > offset, (
+                    f"{where}: next begin offset {raw.next_begin_offset} does not advance"
+                )
                 offset = raw.next_begin_offset
             reads.append(read)
     return reads
@@ -226,7 +236,9 @@ def check_store(ledger: Ledger, reads: list[QueueRead], round_no: int) -> list[s
                 f"queue {read.queue_id}: offsets {read.min_offset}..{read.max_offset} read with repeats {dup[:QUOTE]} gaps {missing[:QUOTE]}"
             )
         if read.pull_max_offsets - {read.max_offset}:
-            problems.append(f"queue {read.queue_id}: max offset {read.max_offset}, pulls reported {sorted(read.pull_max_offsets)}")
+            problems.append(
+                f"queue {read.queue_id}: max offset {read.max_offset}, pulls reported {sorted(read.pull_max_offsets)}"
+            )
         if read.min_offset != 0:
             problems.append(f"queue {read.queue_id}: min offset {read.min_offset}, expected 0 (nothing is deleted)")
         phys = [m.commit_log_offset for m in read.messages]
@@ -257,7 +269,9 @@ def check_store(ledger: Ledger, reads: list[QueueRead], round_no: int) -> list[s
                 f"(queue max offset now {max_offsets.get(queue_id)}), not in the store"
             )
         elif where != (queue_id, offset):
-            problems.append(f"MOVED: {key} acknowledged at queue {queue_id} offset {offset}, stored at queue {where[0]} offset {where[1]}")
+            problems.append(
+                f"MOVED: {key} acknowledged at queue {queue_id} offset {offset}, stored at queue {where[0]} offset {where[1]}"
+            )
     ledger.history.append(
         f"round {round_no}: {len(ledger.acked)} acked so far, {sum(max_offsets.values())} stored, "
         f"{len(set(found) - set(ledger.acked))} stored unacknowledged, failed after stop {dict(ledger.failed)}, "
@@ -277,7 +291,9 @@ def assert_store_matches(ledger: Ledger, reads: list[QueueRead], round_no: int, 
     )
 
 
-async def crash_loop(tmp_path: Path, flush: str, stop_signal: int, rounds: int, after_stop: Callable[[ServeProcess, int], None]) -> Ledger:
+async def crash_loop(
+    tmp_path: Path, flush: str, stop_signal: int, rounds: int, after_stop: Callable[[ServeProcess, int], None]
+) -> Ledger:
     ledger = Ledger(seed=_seed())
     rng = random.Random(ledger.seed)
     with ServeProcess(tmp_path / "store", tmp_path / "serve.log", extra_args=["--flush", flush]) as serve:
@@ -295,7 +311,9 @@ async def crash_loop(tmp_path: Path, flush: str, stop_signal: int, rounds: int, 
 
 def _reap_killed(serve: ServeProcess, round_no: int) -> None:
     status = serve.kill9()
-    assert status == -signal.SIGKILL, f"round {round_no}: serve ended with status {status} before the SIGKILL:\n{serve.log_tail()}"
+    assert status == -signal.SIGKILL, (
+        f"round {round_no}: serve ended with status {status} before the SIGKILL:\n{serve.log_tail()}"
+    )
 
 
 def _reap_terminated(serve: ServeProcess, round_no: int) -> None:

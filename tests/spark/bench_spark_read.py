@@ -25,10 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from spark_cluster import ThreadedCluster  # noqa: E402
+from spark_cluster import ThreadedCluster
 
-from rocketpipe.client import SyncAdmin, SyncProducer  # noqa: E402
-from rocketpipe.protocol.message import Message  # noqa: E402
+from rocketpipe.client import SyncAdmin, SyncProducer
+from rocketpipe.protocol.message import Message
 
 
 def main() -> None:
@@ -62,7 +62,8 @@ def main() -> None:
 
     spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    def frame(opts: dict[str, str]):  # noqa: ANN202
+
+    def frame(opts: dict[str, str]):
         reader = spark.read.format("rocketmq").option("nameServer", c.namesrv_addr).option("topic", "Bench")
         for k, v in opts.items():
             reader = reader.option(k, v)

@@ -125,7 +125,9 @@ class FakeAdmin:
     def min_offset(self, mq: MessageQueue) -> int:
         return int(self._state()["min"][_key(mq)])  # type: ignore[index]
 
-    def pull_raw(self, mq: MessageQueue, offset: int, max_nums: int, *, timeout: float = 10.0, max_bytes: int | None = None) -> FakePullRaw:
+    def pull_raw(
+        self, mq: MessageQueue, offset: int, max_nums: int, *, timeout: float = 10.0, max_bytes: int | None = None
+    ) -> FakePullRaw:
         st = self._state()
         lo, hi = int(st["min"][_key(mq)]), int(st["max"][_key(mq)])  # type: ignore[index]
         if offset < lo:

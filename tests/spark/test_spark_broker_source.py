@@ -103,7 +103,10 @@ def test_batch_read_offsets_json(spark, ns: str, producer: SyncProducer) -> None
     assert sum(heads.values()) == 40 and heads[0] >= 5
     start = json.dumps({topic: {"broker-a:0": 2, "broker-a:1": -1}})
     end = json.dumps({topic: {"broker-a:0": 5}})
-    got = sorted((r["queue_id"], r["queue_offset"]) for r in _reader(spark, ns, topic, startingOffsets=start, endingOffsets=end).collect())
+    got = sorted(
+        (r["queue_id"], r["queue_offset"])
+        for r in _reader(spark, ns, topic, startingOffsets=start, endingOffsets=end).collect()
+    )
     assert got == [(0, 2), (0, 3), (0, 4)]
     with pytest.raises(Exception, match="beyond its max offset"):
         _reader(spark, ns, topic, startingOffsets=json.dumps({topic: {"broker-a:0": 10_000}})).collect()

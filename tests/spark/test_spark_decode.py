@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import zlib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pytest
@@ -17,19 +17,19 @@ from rocketpipe.spark.source import SCHEMA
 
 
 def _rec(offset: int, **kw: object) -> bytes:
-    fields: dict[str, object] = dict(
-        topic="TopicA",
-        body=f"body-{offset}".encode() * (offset % 4 + 1),
-        properties={"TAGS": f"t{offset}", "KEYS": "k1 k2", "WAIT": "true", "UNIQ_KEY": f"UK{offset:030d}"},
-        queue_id=3,
-        queue_offset=offset,
-        physical_offset=1000 + 300 * offset,
-        born_timestamp=1_700_000_000_000 + offset,
-        store_timestamp=1_700_000_000_500 + offset,
-        born_host="10.1.2.3:5555",
-        store_host="10.0.0.9:10911",
-        reconsume_times=offset % 3,
-    )
+    fields: dict[str, object] = {
+        "topic": "TopicA",
+        "body": f"body-{offset}".encode() * (offset % 4 + 1),
+        "properties": {"TAGS": f"t{offset}", "KEYS": "k1 k2", "WAIT": "true", "UNIQ_KEY": f"UK{offset:030d}"},
+        "queue_id": 3,
+        "queue_offset": offset,
+        "physical_offset": 1000 + 300 * offset,
+        "born_timestamp": 1_700_000_000_000 + offset,
+        "store_timestamp": 1_700_000_000_500 + offset,
+        "born_host": "10.1.2.3:5555",
+        "store_host": "10.0.0.9:10911",
+        "reconsume_times": offset % 3,
+    }
     fields.update(kw)
     return encode_record(**fields)  # type: ignore[arg-type]
 
@@ -52,8 +52,8 @@ def test_decodes_every_column_like_the_object_decoder() -> None:
         assert row["tags"] == msg.tags
         assert row["keys"] == msg.keys == "k1 k2"
         assert row["body"] == msg.body
-        assert row["born_timestamp"] == datetime.fromtimestamp(msg.born_timestamp / 1000, timezone.utc)
-        assert row["store_timestamp"] == datetime.fromtimestamp(msg.store_timestamp / 1000, timezone.utc)
+        assert row["born_timestamp"] == datetime.fromtimestamp(msg.born_timestamp / 1000, UTC)
+        assert row["store_timestamp"] == datetime.fromtimestamp(msg.store_timestamp / 1000, UTC)
         assert row["reconsume_times"] == msg.reconsume_times
         assert dict(row["properties"]) == msg.properties
 
@@ -89,7 +89,7 @@ def test_compressed_ipv6_and_v2_records() -> None:
     ref = decode_records(buf)
     assert rows[0]["body"] == big
     assert rows[1]["msg_id"] == f"UK{1:030d}"
-    assert rows[1]["store_timestamp"] == datetime.fromtimestamp(ref[1].store_timestamp / 1000, timezone.utc)
+    assert rows[1]["store_timestamp"] == datetime.fromtimestamp(ref[1].store_timestamp / 1000, UTC)
     assert rows[2]["topic"] == "%RETRY%" + "g" * 130
     assert [r["body"] for r in rows[3:]] == [b"", b"short"]
     assert [r["queue_offset"] for r in rows] == [0, 1, 2, 3, 4]

@@ -8,7 +8,7 @@ embedded broker are in test_spark_broker_source.py.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -55,8 +55,8 @@ def test_batch_read_all_columns(spark, tmp_path: Path) -> None:
         assert r["tags"] == f"tag{o % 3}"
         assert r["keys"] == f"k{o}"
         assert r["reconsume_times"] == o % 2
-        assert r["born_timestamp"].replace(tzinfo=timezone.utc) == datetime.fromtimestamp((BORN_MS + o) / 1000, timezone.utc)
-        assert r["store_timestamp"].replace(tzinfo=timezone.utc) == datetime.fromtimestamp((BORN_MS + o + 1) / 1000, timezone.utc)
+        assert r["born_timestamp"].replace(tzinfo=UTC) == datetime.fromtimestamp((BORN_MS + o) / 1000, UTC)
+        assert r["store_timestamp"].replace(tzinfo=UTC) == datetime.fromtimestamp((BORN_MS + o + 1) / 1000, UTC)
         assert r["properties"] == {"TAGS": f"tag{o % 3}", "KEYS": f"k{o}", "UNIQ_KEY": f"U-{b}-{q}-{o}"}
 
 

@@ -128,7 +128,11 @@ def test_split_ranges_groups_small_and_splits_large() -> None:
 def test_split_ranges_edge_cases() -> None:
     assert split_ranges([], 4) == []
     one = [QueueRange("T", "a", 0, 0, 3)]
-    assert split_ranges(one, 8) == [(QueueRange("T", "a", 0, 0, 1),), (QueueRange("T", "a", 0, 1, 2),), (QueueRange("T", "a", 0, 2, 3),)]
+    assert split_ranges(one, 8) == [
+        (QueueRange("T", "a", 0, 0, 1),),
+        (QueueRange("T", "a", 0, 1, 2),),
+        (QueueRange("T", "a", 0, 2, 3),),
+    ]
     assert split_ranges(one, 1) == [tuple(one)]
     assert split_ranges([QueueRange("T", "a", 0, 0, 10, from_earliest=True)], 2)[1][0].from_earliest
 

@@ -41,7 +41,11 @@ def test_parses_values_case_insensitively() -> None:
     assert o.topics == ("A", "B")
     assert o.starting_offsets.kind == "latest"
     assert (o.max_offsets_per_trigger, o.fail_on_data_loss, o.pull_batch_size, o.pull_timeout_s, o.num_partitions) == (
-        500, False, 64, 2.5, 4,
+        500,
+        False,
+        64,
+        2.5,
+        4,
     )
 
 

@@ -58,12 +58,20 @@ def test_pipelined_pulls_keep_order_with_capped_and_short_answers(fake: FakeClus
     spec = _spec(fake, batch=32, concurrency=concurrency)
     part = RocketMQInputPartition(0, (QueueRange("T", "a", 0, 3, 97), QueueRange("T", "a", 1, 0, 10)), spec)
     batches = list(read_partition(part))
-    rows = [(q, o) for b in batches for q, o in zip(b.column("queue_id").to_pylist(), b.column("queue_offset").to_pylist())]
+    rows = [
+        (q, o)
+        for b in batches
+        for q, o in zip(b.column("queue_id").to_pylist(), b.column("queue_offset").to_pylist(), strict=False)
+    ]
     assert rows == [(0, o) for o in range(3, 97)] + [(1, o) for o in range(10)]
     fake.set_min("T", "a", 0, 40)
-    lenient = RocketMQInputPartition(0, (QueueRange("T", "a", 0, 3, 97),), _spec(fake, fail=False, batch=32, concurrency=concurrency))
+    lenient = RocketMQInputPartition(
+        0, (QueueRange("T", "a", 0, 3, 97),), _spec(fake, fail=False, batch=32, concurrency=concurrency)
+    )
     assert _offsets(read_partition(lenient)) == list(range(40, 97))
-    strict = RocketMQInputPartition(0, (QueueRange("T", "a", 0, 3, 97),), _spec(fake, batch=32, concurrency=concurrency))
+    strict = RocketMQInputPartition(
+        0, (QueueRange("T", "a", 0, 3, 97),), _spec(fake, batch=32, concurrency=concurrency)
+    )
     with pytest.raises(DataLossError, match=r"\[3, 40\)"):
         list(read_partition(strict))
     assert admin.max_offset(QueueRange("T", "a", 0, 0, 1).message_queue) == 100
@@ -76,7 +84,9 @@ def test_read_range_data_loss_below_min(fake: FakeCluster) -> None:
         list(read_range(admin, QueueRange("T", "a", 0, 10, 30), _spec(fake)))
     assert _offsets(read_range(admin, QueueRange("T", "a", 0, 10, 30), _spec(fake, fail=False))) == list(range(20, 30))
     # a queue discovered mid-query starts at its min offset without counting as data loss
-    assert _offsets(read_range(admin, QueueRange("T", "a", 0, 0, 25, from_earliest=True), _spec(fake))) == list(range(20, 25))
+    assert _offsets(read_range(admin, QueueRange("T", "a", 0, 0, 25, from_earliest=True), _spec(fake))) == list(
+        range(20, 25)
+    )
 
 
 def test_read_range_data_loss_above_max(fake: FakeCluster) -> None:
@@ -98,7 +108,9 @@ def test_read_partition_handles_several_ranges_and_placeholder(fake: FakeCluster
 
 def _stream(fake: FakeCluster, **opts: str) -> RocketMQStreamReader:
     base = {"nameserver": fake.name_server, "topic": "T", "clientfactory": FACTORY}
-    return RocketMQStreamReader(parse_source_options({**base, **{k.lower(): v for k, v in opts.items()}}, streaming=True))
+    return RocketMQStreamReader(
+        parse_source_options({**base, **{k.lower(): v for k, v in opts.items()}}, streaming=True)
+    )
 
 
 def test_stream_initial_latest_and_limits(fake: FakeCluster) -> None:
@@ -115,7 +127,7 @@ def test_stream_initial_latest_and_limits(fake: FakeCluster) -> None:
     assert sum(rg.size for p in parts for rg in p.ranges) == 11 and len(parts) == 2
     assert r.partitions(end, end) == []
     # the reader pickles without its client
-    r._heads()  # noqa: SLF001 - ensure a client exists
+    r._heads()
     clone = pickle.loads(pickle.dumps(r))
     assert clone.latestOffset(end, ReadAllAvailable()) == {"T": {"a:0": 100, "a:1": 10, "b:0": 0}}
     r.stop()

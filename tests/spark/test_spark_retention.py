@@ -54,7 +54,9 @@ def _delete_full_segments(tc: ThreadedCluster) -> int:
     return broker.store.get_min_offset(TOPIC, 0)
 
 
-def test_stream_after_retention_fails_or_skips_per_fail_on_data_loss(spark, cluster: ThreadedCluster, tmp_path: Path) -> None:
+def test_stream_after_retention_fails_or_skips_per_fail_on_data_loss(
+    spark, cluster: ThreadedCluster, tmp_path: Path
+) -> None:
     assert cluster.cluster is not None
     ns = cluster.cluster.namesrv_addr
     with SyncAdmin(namesrv_addr=ns) as admin:
@@ -62,7 +64,7 @@ def test_stream_after_retention_fails_or_skips_per_fail_on_data_loss(spark, clus
     _produce(ns, 0, 100)
     out, ckpt = tmp_path / "out", tmp_path / "ckpt"
 
-    def run(fail: str):  # noqa: ANN202 - a pyspark StreamingQuery
+    def run(fail: str):
         return (
             spark.readStream.format("rocketmq")
             .option("nameServer", ns)
@@ -87,7 +89,10 @@ def test_stream_after_retention_fails_or_skips_per_fail_on_data_loss(spark, clus
     assert 100 < lo < 300, lo
 
     q = run("true")
-    with pytest.raises(Exception, match=rf"messages \[100, {lo}\) of topic {TOPIC} queue broker-a:0 .*min offset is now {lo}.*failOnDataLoss=false"):
+    with pytest.raises(
+        Exception,
+        match=rf"messages \[100, {lo}\) of topic {TOPIC} queue broker-a:0 .*min offset is now {lo}.*failOnDataLoss=false",
+    ):
         q.awaitTermination(120)
     assert spark.read.parquet(str(out)).count() == 100  # the failed batch wrote nothing
 

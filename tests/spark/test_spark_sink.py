@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 from spark_cluster import ThreadedCluster
-from waiting import wait_until_sync
 
 from rocketpipe.client import SyncAdmin
 from rocketpipe.protocol.message import MessageExt, decode_records
 from rocketpipe.spark.options import SinkOptionError, parse_sink_options
 from rocketpipe.spark.writer import SinkSchemaError, message_id_prefix, plan_columns
+from waiting import wait_until_sync
 
 pytestmark = pytest.mark.spark
 
@@ -217,7 +217,9 @@ def test_stream_write_rate_source_rows_writer(spark, ns: str, tmp_path: Path) ->
         .start()
     )
     try:
-        wait_until_sync(lambda: q.lastProgress is not None and q.lastProgress["batchId"] >= 2, timeout=120, what="3 micro-batches")
+        wait_until_sync(
+            lambda: q.lastProgress is not None and q.lastProgress["batchId"] >= 2, timeout=120, what="3 micro-batches"
+        )
     finally:
         q.stop()
     assert q.exception() is None
@@ -238,8 +240,16 @@ def test_bad_input_errors(spark, ns: str, tmp_path: Path) -> None:
         (ok, {}, "needs a topic"),
         (ok, {"topic": topic, "batchSize": "zero"}, "batchSize='zero' is not an integer"),
         (ok, {"topic": topic, "startingOffsets": "earliest"}, "unknown option"),
-        (spark.createDataFrame([(b"x", {"a": 1})], "body binary, properties map<string,int>"), {"topic": topic}, "needs map<string,string>"),
-        (spark.createDataFrame([(b"x", [1])], "body binary, keys array<int>"), {"topic": topic}, "string or array<string>"),
+        (
+            spark.createDataFrame([(b"x", {"a": 1})], "body binary, properties map<string,int>"),
+            {"topic": topic},
+            "needs map<string,string>",
+        ),
+        (
+            spark.createDataFrame([(b"x", [1])], "body binary, keys array<int>"),
+            {"topic": topic},
+            "string or array<string>",
+        ),
     ]
     for df, opts, text in cases:
         with pytest.raises(Exception, match=text):
@@ -255,9 +265,9 @@ def test_bad_input_errors(spark, ns: str, tmp_path: Path) -> None:
     with pytest.raises(Exception, match="property 'p'=' ' is blank"):
         _writer(blank, ns, topic=topic).save()
     with pytest.raises(Exception, match="needs a 'body' column"):
-        spark.readStream.format("rate").load().writeStream.format("rocketmq").option("nameServer", ns).option("topic", topic).option(
-            "checkpointLocation", str(tmp_path / "c")
-        ).start().awaitTermination(60)
+        spark.readStream.format("rate").load().writeStream.format("rocketmq").option("nameServer", ns).option(
+            "topic", topic
+        ).option("checkpointLocation", str(tmp_path / "c")).start().awaitTermination(60)
     # planning-time errors sent nothing; the null-body task sent at most the row before the bad one
     assert [m.body for m in pull_all(ns, topic)] in ([], [b"x"])
 
@@ -266,12 +276,25 @@ def test_option_and_schema_planning_without_spark() -> None:
     from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
     opts = parse_sink_options({"namesrv_addr": "h:9876", "producer_group": "g1", "TOPIC": "T", "batchbytes": "2048"})
-    assert (opts.name_server, opts.producer_group, opts.topic, opts.batch_bytes, opts.writer_input) == ("h:9876", "g1", "T", 2048, "arrow")
+    assert (opts.name_server, opts.producer_group, opts.topic, opts.batch_bytes, opts.writer_input) == (
+        "h:9876",
+        "g1",
+        "T",
+        2048,
+        "arrow",
+    )
     with pytest.raises(SinkOptionError, match="batchBytes=8388608 is out of range"):
         parse_sink_options({"nameServer": "h:1", "batchBytes": str(8 * 1024 * 1024)})
     with pytest.raises(SinkOptionError, match="producerGroup='bad group' is invalid"):
         parse_sink_options({"nameServer": "h:1", "producerGroup": "bad group"})
-    schema = StructType([StructField("x", LongType()), StructField("queue_id", LongType()), StructField("body", StringType()), StructField("topic", StringType())])
+    schema = StructType(
+        [
+            StructField("x", LongType()),
+            StructField("queue_id", LongType()),
+            StructField("body", StringType()),
+            StructField("topic", StringType()),
+        ]
+    )
     plan = plan_columns(schema, parse_sink_options({"nameServer": "h:1"}))
     assert (plan.body, plan.topic, plan.queue_id, plan.tags, plan.used) == (2, 3, 1, None, frozenset({1, 2, 3}))
     with pytest.raises(SinkSchemaError, match="column queue_id has type string"):

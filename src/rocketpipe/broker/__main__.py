@@ -26,7 +26,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cluster", default="DefaultCluster")
     p.add_argument("--flush-disk-type", default="ASYNC_FLUSH", choices=["ASYNC_FLUSH", "SYNC_FLUSH"])
     p.add_argument("--commitlog-file-size", type=int, default=None, help="commit-log segment size in bytes")
-    p.add_argument("--enable-property-filter", action="store_true", help="accept SQL92 subscriptions (enablePropertyFilter)")
+    p.add_argument(
+        "--enable-property-filter", action="store_true", help="accept SQL92 subscriptions (enablePropertyFilter)"
+    )
     return p.parse_args(argv)
 
 

@@ -158,12 +158,22 @@ class Broker:
         self.router = Router()
         self.send_processor = SendProcessor(self)
         self.pull_processor = PullProcessor(self)
-        for proc in (self.send_processor, self.pull_processor, OffsetProcessor(self), ConsumerProcessor(self), AdminProcessor(self), LockProcessor(self), QueryProcessor(self)):
+        for proc in (
+            self.send_processor,
+            self.pull_processor,
+            OffsetProcessor(self),
+            ConsumerProcessor(self),
+            AdminProcessor(self),
+            LockProcessor(self),
+            QueryProcessor(self),
+        ):
             proc.register(self.router)
         self.pop = install_pop(self)
         self.assignment = AssignmentProcessor(self)  # QUERY_ASSIGNMENT / SET_ / GET_ALL_MESSAGE_REQUEST_MODE
         self.assignment.register(self.router)
-        self.server = RemotingServer(self.router, config.host, config.listen_port, limits=ServerLimits.from_config(config))
+        self.server = RemotingServer(
+            self.router, config.host, config.listen_port, limits=ServerLimits.from_config(config)
+        )
         self.server.add_close_callback(self._on_channel_closed)
         self._pool = ConnectionPool()
         #: retention and disk-full checks (``CleanCommitLogService``), run by ``_clean_loop``
@@ -229,9 +239,13 @@ class Broker:
         # first, so one error names them all) unless recover_metadata
         recover = self.config.recover_metadata
         errors: list[metadata.MetadataError] = []
-        topics_read = await asyncio.to_thread(metadata.read_topics, self._path("topics.json"), self.store.config.root_dir)
+        topics_read = await asyncio.to_thread(
+            metadata.read_topics, self._path("topics.json"), self.store.config.root_dir
+        )
         groups, offsets, delay_obj = [
-            await metadata.attempt(errors, asyncio.to_thread(metadata.load_file, self._path(name), shape, recover=recover, what=what))
+            await metadata.attempt(
+                errors, asyncio.to_thread(metadata.load_file, self._path(name), shape, recover=recover, what=what)
+            )
             for name, shape, what in (
                 ("subscriptionGroup.json", self.groups_config.JSON_SHAPE, "subscription groups"),
                 ("consumerOffset.json", self.offsets.JSON_SHAPE, "consumer offsets"),
@@ -256,7 +270,9 @@ class Broker:
         await self._ready.wait()
         if self.config.namesrv_addrs:
             await self.register_broker_all()
-        log.info("broker started name=%s addr=%s store=%s", self.config.broker_name, self.address, self.config.store_dir)
+        log.info(
+            "broker started name=%s addr=%s store=%s", self.config.broker_name, self.address, self.config.store_dir
+        )
         return self.address
 
     async def close(self) -> None:
@@ -277,14 +293,14 @@ class Broker:
                 await self._runner
             except asyncio.CancelledError:
                 pass
-            except Exception:  # noqa: BLE001 - a crashed loop must not prevent a clean close
+            except Exception:
                 log.exception("broker loops ended with an error")
         self.hold.drain()
         await self.pop.close()
         await self.assignment.close()
         try:
             await self._persist(force=True)
-        except Exception:  # noqa: BLE001 - still close the store
+        except Exception:
             log.exception("final persist failed")
         await asyncio.to_thread(self.store.close)
         self.group_commit.release_all()
@@ -359,7 +375,10 @@ class Broker:
             level = int(props.get(pm.PROPERTY_DELAY_TIME_LEVEL, "0") or 0)
         except ValueError:
             level = 0
-        if level <= 0 or inner.sys_flag & sf.TRANSACTION_TYPE_MASK not in (sf.TRANSACTION_NOT_TYPE, sf.TRANSACTION_COMMIT_TYPE):
+        if level <= 0 or inner.sys_flag & sf.TRANSACTION_TYPE_MASK not in (
+            sf.TRANSACTION_NOT_TYPE,
+            sf.TRANSACTION_COMMIT_TYPE,
+        ):
             return inner
         level = min(level, len(self.delay_levels))
         props = redirect_properties(props, inner.topic, inner.queue_id)
@@ -406,7 +425,7 @@ class Broker:
         for e in entries:
             try:
                 self.pull_processor.rerun(e)
-            except Exception:  # noqa: BLE001 - one failed answer must not lose the other released pulls
+            except Exception:
                 log.exception("answering a released held pull failed topic=%s queue=%d", e.topic, e.queue_id)
 
     def _on_channel_closed(self, conn: Connection) -> None:
@@ -502,19 +521,28 @@ class Broker:
         )
         for addr in self.config.namesrv_addrs:
             try:
-                await self._pool.request(addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header.to_ext_fields()), 3.0)
+                await self._pool.request(
+                    addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header.to_ext_fields()), 3.0
+                )
             except (RocketMQError, OSError) as exc:
                 log.info("unregister broker failed namesrv=%s error=%s", addr, exc)
 
     # ------------------------------------------------------------------ loops
-    async def _periodic(self, name: str, interval_s: float, fn: Callable[[], Awaitable[None]], wake: asyncio.Event | None = None) -> None:
+    async def _periodic(
+        self, name: str, interval_s: float, fn: Callable[[], Awaitable[None]], wake: asyncio.Event | None = None
+    ) -> None:
         """Run ``fn`` every ``interval_s`` seconds (or when ``wake`` is set); log and survive errors."""
         await periodic(name, interval_s, fn, initial_delay=interval_s, wake=wake, logger=log)
 
     async def _register_loop(self) -> None:
         if not self.config.namesrv_addrs:
             return
-        await self._periodic("register", self.config.register_name_server_period_ms / 1000.0, self.register_broker_all, self._register_wake)
+        await self._periodic(
+            "register",
+            self.config.register_name_server_period_ms / 1000.0,
+            self.register_broker_all,
+            self._register_wake,
+        )
 
     async def _stats_loop(self) -> None:
         async def step() -> None:
@@ -555,7 +583,9 @@ class Broker:
 
     async def _hold_loop(self) -> None:
         interval = (
-            self.config.long_polling_check_interval_ms if self.config.long_polling_enable else self.config.short_polling_time_mills
+            self.config.long_polling_check_interval_ms
+            if self.config.long_polling_enable
+            else self.config.short_polling_time_mills
         ) / 1000.0
         loop = asyncio.get_running_loop()
         next_sweep = loop.time() + interval
@@ -578,7 +608,7 @@ class Broker:
                 else:  # a deadline came due (or one earlier than the armed timer was parked)
                     released = self.hold.expire(now)
                 self._rerun_held(released)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("long-poll sweep failed")
 
     async def _expiry_loop(self) -> None:
@@ -592,7 +622,9 @@ class Broker:
         """
         timeout = self.config.channel_expired_timeout_ms
         for ch in self.clients.expired_channels(self.clock.now_ms(), timeout):
-            log.info("client channel expired (no heartbeat for %d ms) remote=%s", timeout, getattr(ch, "remote_address", ch))
+            log.info(
+                "client channel expired (no heartbeat for %d ms) remote=%s", timeout, getattr(ch, "remote_address", ch)
+            )
             self._on_channel_closed(ch)  # type: ignore[arg-type]
             close = getattr(ch, "close", None)
             if close is not None:
@@ -618,17 +650,21 @@ class Broker:
             async with asyncio.timeout(_NOTIFY_SEND_TIMEOUT_S):
                 await conn.oneway(RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, dict(ext)))
         except TimeoutError:  # the frame stays queued; only the wait for the peer to drain ends
-            log.info("notify consumer ids changed: slow client, not waiting group=%s remote=%s", group, conn.remote_address)
+            log.info(
+                "notify consumer ids changed: slow client, not waiting group=%s remote=%s", group, conn.remote_address
+            )
         except (RocketMQError, OSError) as exc:
             log.info("notify consumer ids changed failed group=%s remote=%s error=%s", group, conn.remote_address, exc)
-        except Exception:  # noqa: BLE001 - the loop must survive
+        except Exception:
             log.exception("notify consumer ids changed failed group=%s", group)
 
     async def _persist_loop(self) -> None:
         async def step() -> None:
             await self._persist(force=False)
 
-        await self._periodic("persist", self.config.flush_consumer_offset_interval_ms / 1000.0, step, self._persist_wake)
+        await self._periodic(
+            "persist", self.config.flush_consumer_offset_interval_ms / 1000.0, step, self._persist_wake
+        )
 
     async def _persist(self, *, force: bool) -> None:
         """Write changed JSON files (all of them when ``force``).
@@ -654,7 +690,13 @@ class Broker:
             prev_delay = self._persisted_delay
             self._persisted_delay = dict(self.schedule.offsets)
             self._delay_persisted_at = loop_now
-            jobs.append((self._path("delayOffset.json"), self.schedule.to_json(), functools.partial(setattr, self, "_persisted_delay", prev_delay)))
+            jobs.append(
+                (
+                    self._path("delayOffset.json"),
+                    self.schedule.to_json(),
+                    functools.partial(setattr, self, "_persisted_delay", prev_delay),
+                )
+            )
         failure: Exception | None = None
         for i, (path, obj, restore) in enumerate(jobs):
             try:
@@ -665,7 +707,7 @@ class Broker:
                 for _, _, unfinished in jobs[i:]:
                     unfinished()
                 raise
-            except Exception as exc:  # noqa: BLE001 - keep writing the other files
+            except Exception as exc:
                 restore()
                 log.warning("persisting %s failed: %s", path.name, exc)
                 failure = failure or exc

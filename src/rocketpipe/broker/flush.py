@@ -68,7 +68,7 @@ class GroupCommit:
                 self.flushed_offset = max(self.flushed_offset, flushed)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - keep serving; waiters time out
+            except Exception:
                 log.exception("group commit flush failed")
                 await asyncio.sleep(0.01)
             for target, fut in waiters:

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from ..protocol import sysflag as sf
 from ..backup_file import Loaded, MetadataError, read_with_backup
+from ..protocol import sysflag as sf
 from ..store.json_file import json_shape
 from .topics import TopicConfig, TopicTable
 
@@ -154,7 +154,9 @@ def apply_topics(table: TopicTable, read: TopicsRead, now_ms: int) -> list[str]:
         if table.get(topic) is None:
             table.put(TopicConfig(topic, n, n, sf.PERM_READ | sf.PERM_WRITE), now_ms)
             added.append(topic)
-    names = ", ".join(added[:_NAMES_LOGGED]) + (f", ... ({len(added) - _NAMES_LOGGED} more)" if len(added) > _NAMES_LOGGED else "")
+    names = ", ".join(added[:_NAMES_LOGGED]) + (
+        f", ... ({len(added) - _NAMES_LOGGED} more)" if len(added) > _NAMES_LOGGED else ""
+    )
     if read.loaded.source == "recovered":
         log.warning(
             "file=%s and its .bak are unreadable (%s), kept as %s; rebuilt %d topics from consume queues [%s] "

@@ -93,9 +93,7 @@ class ConsumerOffsets:
 
     def to_json(self) -> dict[str, Any]:
         """Return ``{"offsetTable": {"topic@group": {"0": offset, ...}}}``."""
-        return {
-            "offsetTable": {k: {str(q): o for q, o in sorted(v.items())} for k, v in sorted(self._table.items())}
-        }
+        return {"offsetTable": {k: {str(q): o for q, o in sorted(v.items())} for k, v in sorted(self._table.items())}}
 
     def load_json(self, obj: Any) -> None:
         """Replace the table with the content of :meth:`to_json` output; skip malformed entries."""

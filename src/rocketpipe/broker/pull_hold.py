@@ -102,7 +102,7 @@ class PullHoldTable:
         return list(self._held)
 
     def on_arrival(
-        self, topic: str, queue_id: int, max_offset: int, tags_code: int | None | Iterable[int | None], now: float
+        self, topic: str, queue_id: int, max_offset: int, tags_code: int | Iterable[int | None] | None, now: float
     ) -> list[HeldPull]:
         """Release the pulls of (topic, queue) that a new message (or the deadline) satisfies.
 
@@ -119,7 +119,9 @@ class PullHoldTable:
         entries = self._held.get((topic, queue_id))
         if not entries:
             return []
-        codes: tuple[int | None, ...] = (tags_code,) if tags_code is None or isinstance(tags_code, int) else tuple(tags_code)
+        codes: tuple[int | None, ...] = (
+            (tags_code,) if tags_code is None or isinstance(tags_code, int) else tuple(tags_code)
+        )
         released: list[HeldPull] = []
         keep: list[HeldPull] = []
         for e in entries:

@@ -135,7 +135,9 @@ class RequestModeTable:
                     self._map.setdefault(topic, {})[group] = parsed
 
 
-def effective_mode(table: RequestModeTable, topic: str, group: str, config: AssignmentConfig) -> SetMessageRequestModeRequestBody:
+def effective_mode(
+    table: RequestModeTable, topic: str, group: str, config: AssignmentConfig
+) -> SetMessageRequestModeRequestBody:
     """The mode QUERY_ASSIGNMENT applies to (``topic``, ``group``).
 
     The one set by SET_MESSAGE_REQUEST_MODE, else PULL for a retry topic, else the configured
@@ -171,7 +173,9 @@ def _check(current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[s
     return current_cid in cid_all
 
 
-def allocate_averagely(group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> list[MessageQueue]:
+def allocate_averagely(
+    group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+) -> list[MessageQueue]:
     """One contiguous block per client; the first ``queues % clients`` clients get one more.
 
     Mirrors ``AllocateMessageQueueAveragely.allocate`` (inputs already sorted by the caller).
@@ -198,7 +202,9 @@ def allocate_averagely(group: str, current_cid: str, mq_all: Sequence[MessageQue
     return [mq_all[(start + i) % n] for i in range(min(size, n - start))]
 
 
-def allocate_averagely_by_circle(group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> list[MessageQueue]:
+def allocate_averagely_by_circle(
+    group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+) -> list[MessageQueue]:
     """Queue ``j`` goes to client ``j % clients``. Mirrors ``AllocateMessageQueueAveragelyByCircle``.
 
     Raises:
@@ -219,7 +225,12 @@ STRATEGIES: Final[dict[str, Strategy]] = {"AVG": allocate_averagely, "AVG_BY_CIR
 
 
 def allocate4pop(
-    strategy: Strategy, group: str, client_id: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str], pop_share_queue_num: int
+    strategy: Strategy,
+    group: str,
+    client_id: str,
+    mq_all: Sequence[MessageQueue],
+    cid_all: Sequence[str],
+    pop_share_queue_num: int,
 ) -> list[MessageQueue]:
     """POP-mode allocation (see the module table). Mirrors ``QueryAssignmentProcessor.allocate4Pop``.
 

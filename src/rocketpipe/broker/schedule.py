@@ -172,7 +172,9 @@ class ScheduleDelivery:
             if handled >= self.max_per_level or time.perf_counter() >= give_up_at:
                 self.backlog = True
                 return delivered
-            records, next_off, min_off, max_off = self._read(queue_id, offset, min(self.BATCH, self.max_per_level - handled))
+            records, next_off, min_off, max_off = self._read(
+                queue_id, offset, min(self.BATCH, self.max_per_level - handled)
+            )
             if not records:
                 if next_off > offset:  # blank/unreadable entries: skip them, never get stuck
                     offset = next_off

@@ -30,7 +30,14 @@ TRANS_OP_HALF_TOPIC: Final = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 TRANS_CHECK_MAX_TIME_TOPIC: Final = "TRANS_CHECK_MAX_TIME_TOPIC"
 #: TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET
 NOT_ALLOWED_SEND_TOPICS: Final = frozenset(
-    {SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC, SELF_TEST_TOPIC, OFFSET_MOVED_EVENT}
+    {
+        SCHEDULE_TOPIC,
+        TRANS_HALF_TOPIC,
+        TRANS_OP_HALF_TOPIC,
+        TRANS_CHECK_MAX_TIME_TOPIC,
+        SELF_TEST_TOPIC,
+        OFFSET_MOVED_EVENT,
+    }
 )
 #: TopicValidator.TOPIC_MAX_LENGTH; retry/DLQ topics may reach 255 (5.x).
 TOPIC_MAX_LENGTH: Final = 127
@@ -50,7 +57,11 @@ def validate_topic(topic: str | None) -> str | None:
         return "The specified topic is blank."
     if not _VALID_NAME.match(topic):
         return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-    limit = RETRY_TOPIC_MAX_LENGTH if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)) else TOPIC_MAX_LENGTH
+    limit = (
+        RETRY_TOPIC_MAX_LENGTH
+        if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX))
+        else TOPIC_MAX_LENGTH
+    )
     if len(topic) > limit:
         return f"The specified topic is longer than topic max length {limit}."
     return None
@@ -248,7 +259,9 @@ class TopicTable:
         log.info("auto-created topic=%s queues=%d from template=%s", topic, n, template.topic_name)
         return tc
 
-    def create_if_missing(self, topic: str, queue_nums: int, perm: int, topic_sys_flag: int, now_ms: int) -> TopicConfig:
+    def create_if_missing(
+        self, topic: str, queue_nums: int, perm: int, topic_sys_flag: int, now_ms: int
+    ) -> TopicConfig:
         """Return ``topic``'s config, creating it when missing (retry/DLQ topics).
 
         Mirrors ``createTopicInSendMessageBackMethod``.
@@ -320,10 +333,21 @@ class SubscriptionGroupConfig:
         """
         base = cls(group_name=str(d["groupName"]))
         kwargs: dict[str, Any] = {}
-        for name in ("consume_enable", "consume_from_min_enable", "consume_broadcast_enable", "notify_consumer_ids_changed_enable"):
+        for name in (
+            "consume_enable",
+            "consume_from_min_enable",
+            "consume_broadcast_enable",
+            "notify_consumer_ids_changed_enable",
+        ):
             if _camel(name) in d:
                 kwargs[name] = bool(d[_camel(name)])
-        for name in ("retry_queue_nums", "retry_max_times", "broker_id", "which_broker_when_consume_slowly", "group_sys_flag"):
+        for name in (
+            "retry_queue_nums",
+            "retry_max_times",
+            "broker_id",
+            "which_broker_when_consume_slowly",
+            "group_sys_flag",
+        ):
             if _camel(name) in d:
                 kwargs[name] = int(d[_camel(name)])
         return replace(base, **kwargs)

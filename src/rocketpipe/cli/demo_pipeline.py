@@ -381,7 +381,13 @@ def run_queries(
     from pyspark.sql.window import Window
 
     started = time.monotonic()
-    for p in (paths.delay_stats, paths.spark_msg_ids, paths.checkpoints / "msg_ids", paths.checkpoints / "stats", paths.stats_updates):
+    for p in (
+        paths.delay_stats,
+        paths.spark_msg_ids,
+        paths.checkpoints / "msg_ids",
+        paths.checkpoints / "stats",
+        paths.stats_updates,
+    ):
         shutil.rmtree(p, ignore_errors=True)
     updates_dir = str(paths.stats_updates.resolve())
 
@@ -491,15 +497,17 @@ def carrier_summary(stats: Any) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for carrier, r in g.iterrows():
         departed = float(r["departed"])
-        out.append({
-            "carrier": str(carrier),
-            "flights": int(r["flights"]),
-            "cancelled": int(r["cancelled"]),
-            "avg_dep_delay": float(r["dep_sum"]) / departed if departed else None,
-            "max_dep_delay": None if r["max_dep_delay"] != r["max_dep_delay"] else float(r["max_dep_delay"]),
-            "avg_arr_delay": float(r["arr_sum"]) / float(r["arr_w"]) if r["arr_w"] else None,
-            "delayed_15_share": float(r["late_sum"]) / departed if departed else None,
-        })
+        out.append(
+            {
+                "carrier": str(carrier),
+                "flights": int(r["flights"]),
+                "cancelled": int(r["cancelled"]),
+                "avg_dep_delay": float(r["dep_sum"]) / departed if departed else None,
+                "max_dep_delay": None if r["max_dep_delay"] != r["max_dep_delay"] else float(r["max_dep_delay"]),
+                "avg_arr_delay": float(r["arr_sum"]) / float(r["arr_w"]) if r["arr_w"] else None,
+                "delayed_15_share": float(r["late_sum"]) / departed if departed else None,
+            }
+        )
     out.sort(key=lambda d: -(d["avg_dep_delay"] if d["avg_dep_delay"] is not None else float("-inf")))
     return out
 
@@ -528,7 +536,9 @@ def worst_windows(stats: Any, n: int = 5, min_flights: int = 20) -> list[dict[st
             "origin": str(r["origin"]),
             "flights": int(r["flights"]),
             "avg_dep_delay": None if r["avg_dep_delay"] != r["avg_dep_delay"] else float(r["avg_dep_delay"]),
-            "delayed_15_share": None if r["delayed_15_share"] != r["delayed_15_share"] else float(r["delayed_15_share"]),
+            "delayed_15_share": None
+            if r["delayed_15_share"] != r["delayed_15_share"]
+            else float(r["delayed_15_share"]),
         }
         for _, r in top.iterrows()
     ]

@@ -65,7 +65,9 @@ def configure_logging(
         handler = logging.StreamHandler()
     else:
         log_file.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.handlers.RotatingFileHandler(log_file, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
+        handler = logging.handlers.RotatingFileHandler(
+            log_file, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
+        )
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     logging.basicConfig(level=str(LogLevel(str(level).upper())), handlers=[handler], force=True)
     logging.captureWarnings(True)

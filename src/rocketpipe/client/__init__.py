@@ -28,7 +28,6 @@ from __future__ import annotations
 from ..protocol.message import Message, MessageExt, MessageQueue
 from .admin import Admin
 from .config import ClientConfig
-from .consumer.assignment import MessageRequestMode
 from .consumer.allocate import (
     allocate_averagely,
     allocate_averagely_by_circle,
@@ -38,17 +37,18 @@ from .consumer.allocate import (
     consistent_hash_strategy,
     machine_room_nearby_strategy,
 )
-from .consumer.local_offsets import LocalOffsetStore
-from .consumer.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus, MessageListenerOrderly
-from .consumer.push_controls import ConsumeMessageContext, ConsumeMessageHook
-from .inbound import CMResult, ConsumeMessageDirectlyResult
+from .consumer.assignment import MessageRequestMode
+from .consumer.listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageModel
 from .consumer.lite_pull import LitePullConsumer
 from .consumer.lite_pull_sync import SyncLitePullConsumer
-from .consumer.simple import ConsumeInitMode, ReceivedMessage, SimpleConsumer
-from .consumer.listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageModel
+from .consumer.local_offsets import LocalOffsetStore
 from .consumer.offsets import ConsumeFromWhere
+from .consumer.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus, MessageListenerOrderly
 from .consumer.push import PushConsumer
+from .consumer.push_controls import ConsumeMessageContext, ConsumeMessageHook
 from .consumer.selector import MessageSelector
+from .consumer.simple import ConsumeInitMode, ReceivedMessage, SimpleConsumer
+from .inbound import CMResult, ConsumeMessageDirectlyResult
 from .producer.producer import Producer
 from .producer.selectors import MessageQueueSelector, select_by_hash, select_by_random
 from .rpc import PullRaw, PullStatus, SendResult, SendStatus

@@ -17,7 +17,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, TypeVar
 
-from ..errors import BrokerError, InvalidArgumentError, RocketMQError, RouteNotFoundError, TransportError, error_for_response
+from ..errors import (
+    BrokerError,
+    InvalidArgumentError,
+    RocketMQError,
+    RouteNotFoundError,
+    TransportError,
+    error_for_response,
+)
 from ..protocol.bodies.admin import ConsumeStats, ResetOffsetBody, TopicStatsTable
 from ..protocol.bodies.consumer import ConsumerConnection, ConsumerRunningInfo
 from ..protocol.bodies.route import ClusterInfo, TopicList
@@ -25,8 +32,8 @@ from ..protocol.codes import RequestCode, ResponseCode
 from ..protocol.command import RemotingCommand
 from ..protocol.headers.admin import (
     DeleteTopicRequestHeader,
-    GetConsumeStatsRequestHeader,
     GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsRequestHeader,
     GetTopicStatsInfoRequestHeader,
     QueryMessageRequestHeader,
     QueryMessageResponseHeader,
@@ -271,7 +278,13 @@ class Admin:
                 raise RocketMQError("the name server knows no master broker")
         for addr in addrs:
             await rpc.create_topic(
-                rt.pool, addr, topic, read_queue_nums=queue_nums, write_queue_nums=queue_nums, perm=PERM_READ | PERM_WRITE, timeout=t
+                rt.pool,
+                addr,
+                topic,
+                read_queue_nums=queue_nums,
+                write_queue_nums=queue_nums,
+                perm=PERM_READ | PERM_WRITE,
+                timeout=t,
             )
 
     # ------------------------------------------------------------------ consumer groups
@@ -338,7 +351,8 @@ class Admin:
             addrs = sorted(
                 addr
                 for name in names
-                for bid, addr in ((info.broker_addr_table.get(name).broker_addrs or {}) if name in info.broker_addr_table else {}).items()
+                if (bd := info.broker_addr_table.get(name)) is not None
+                for bid, addr in (bd.broker_addrs or {}).items()
                 if int(bid) == MASTER_ID
             )
             if not addrs:
@@ -411,7 +425,9 @@ class Admin:
             h = DeleteTopicRequestHeader(topic=topic)
             await self._request(addr, RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_BROKER, h.to_ext_fields()), t)
         for ns in rt.config.namesrv_addrs():
-            cmd = RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic})  # the whole route, as Java
+            cmd = RemotingCommand.request(
+                RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic}
+            )  # the whole route, as Java
             await self._request(ns, cmd, t)
         return addrs
 
@@ -433,7 +449,9 @@ class Admin:
         out = TopicStatsTable()
         for addr in await self._route_addrs(topic):
             h = GetTopicStatsInfoRequestHeader(topic=topic)
-            resp = await self._request(addr, RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, h.to_ext_fields()), t)
+            resp = await self._request(
+                addr, RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, h.to_ext_fields()), t
+            )
             out.offset_table.update(TopicStatsTable.decode(bytes(resp.body)).offset_table)
         if not out.offset_table:
             raise RocketMQError(f"Not found the topic stats info of {topic!r}")
@@ -455,7 +473,9 @@ class Admin:
         out = ConsumeStats()
         for addr in await self._group_addrs(group, topic):
             h = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
-            resp = await self._request(addr, RemotingCommand.request(RequestCode.GET_CONSUME_STATS, h.to_ext_fields()), t * 3)
+            resp = await self._request(
+                addr, RemotingCommand.request(RequestCode.GET_CONSUME_STATS, h.to_ext_fields()), t * 3
+            )
             cs = ConsumeStats.decode(bytes(resp.body))
             out.offset_table.update(cs.offset_table)
             out.consume_tps += cs.consume_tps
@@ -474,7 +494,9 @@ class Admin:
         t = self._runtime.config.request_timeout
         addrs = [broker_addr] if broker_addr else await self._group_addrs(group, None)
         h = GetConsumerConnectionListRequestHeader(consumer_group=group)
-        resp = await self._request(addrs[0], RemotingCommand.request(RequestCode.GET_CONSUMER_CONNECTION_LIST, h.to_ext_fields()), t)
+        resp = await self._request(
+            addrs[0], RemotingCommand.request(RequestCode.GET_CONSUMER_CONNECTION_LIST, h.to_ext_fields()), t
+        )
         cc = ConsumerConnection.decode(bytes(resp.body))
         if not cc.connection_set:
             raise error_for_response(ResponseCode.CONSUMER_NOT_ONLINE, "Not found the consumer group connection")
@@ -506,7 +528,9 @@ class Admin:
         t = self._runtime.config.request_timeout
         out = QueryResult()
         for addr in await self._route_addrs(topic):
-            h = QueryMessageRequestHeader(topic=topic, key=key, max_num=max_num, begin_timestamp=begin_ms, end_timestamp=end_ms)
+            h = QueryMessageRequestHeader(
+                topic=topic, key=key, max_num=max_num, begin_timestamp=begin_ms, end_timestamp=end_ms
+            )
             cmd = RemotingCommand.request(RequestCode.QUERY_MESSAGE, h.to_ext_fields())
             resp = await self._runtime.pool.request(addr, cmd, t)
             if resp.code == ResponseCode.QUERY_NOT_FOUND:
@@ -532,7 +556,11 @@ class Admin:
         """
         addr, offset = decode_offset_msg_id(offset_msg_id)
         h = ViewMessageRequestHeader(topic=topic, offset=offset)
-        resp = await self._request(addr, RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, h.to_ext_fields()), self._runtime.config.request_timeout)
+        resp = await self._request(
+            addr,
+            RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, h.to_ext_fields()),
+            self._runtime.config.request_timeout,
+        )
         msgs = decode_records(bytes(resp.body))
         if not msgs:
             raise BrokerError(f"no message at offset {offset}", response_code=ResponseCode.SYSTEM_ERROR)
@@ -540,7 +568,9 @@ class Admin:
 
     # ------------------------------------------------------------------ consumer groups: offsets
 
-    async def reset_offset_by_timestamp(self, topic: str, group: str, timestamp_ms: int, is_force: bool = True) -> dict[MessageQueue, int]:
+    async def reset_offset_by_timestamp(
+        self, topic: str, group: str, timestamp_ms: int, is_force: bool = True
+    ) -> dict[MessageQueue, int]:
         """Move ``group``'s offsets on ``topic`` to the first message stored at or after
         ``timestamp_ms`` (-1 = the max offset), while its consumers run.
 
@@ -565,7 +595,9 @@ class Admin:
         table: dict[MessageQueue, int] = {}
         for addr in await self._route_addrs(topic):
             h = ResetOffsetRequestHeader(group=group, topic=topic, timestamp=timestamp_ms, is_force=is_force, offset=-1)
-            resp = await self._request(addr, RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, h.to_ext_fields()), t)
+            resp = await self._request(
+                addr, RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, h.to_ext_fields()), t
+            )
             if resp.body:
                 table.update(ResetOffsetBody.decode(bytes(resp.body)).offset_table)
         return table
@@ -601,7 +633,9 @@ class Admin:
         """
         addrs = await self._group_addrs(group, None)
         h = GetConsumerRunningInfoRequestHeader(consumer_group=group, client_id=client_id, jstack_enable=jstack)
-        resp = await self._request(addrs[0], RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, h.to_ext_fields()), timeout)
+        resp = await self._request(
+            addrs[0], RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, h.to_ext_fields()), timeout
+        )
         return ConsumerRunningInfo.decode(bytes(resp.body))
 
     async def consume_message_directly(
@@ -630,8 +664,12 @@ class Admin:
         """
         msg = await self.view_message(msg_id, topic)
         addr = msg.store_host or decode_offset_msg_id(msg_id)[0]
-        h = ConsumeMessageDirectlyResultRequestHeader(consumer_group=group, client_id=client_id, msg_id=msg.offset_msg_id or msg_id, topic=topic)
-        resp = await self._request(addr, RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, h.to_ext_fields()), timeout)
+        h = ConsumeMessageDirectlyResultRequestHeader(
+            consumer_group=group, client_id=client_id, msg_id=msg.offset_msg_id or msg_id, topic=topic
+        )
+        resp = await self._request(
+            addr, RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, h.to_ext_fields()), timeout
+        )
         return ConsumeMessageDirectlyResult.decode(bytes(resp.body))
 
     # ------------------------------------------------------------------ helpers

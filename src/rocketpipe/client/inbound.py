@@ -105,7 +105,9 @@ class ConsumeMessageDirectlyResult:
         )
 
 
-async def consume_directly(listener: Any, orderly: bool, msg: MessageExt, mq: MessageQueue) -> ConsumeMessageDirectlyResult:
+async def consume_directly(
+    listener: Any, orderly: bool, msg: MessageExt, mq: MessageQueue
+) -> ConsumeMessageDirectlyResult:
     """Call ``listener`` once with ``[msg]`` and map its outcome to a ``CMResult``.
 
     Mirrors ``ConsumeMessage{Concurrently,Orderly}Service.consumeMessageDirectly``: a
@@ -128,7 +130,7 @@ async def consume_directly(listener: Any, orderly: bool, msg: MessageExt, mq: Me
             value = await value
     except asyncio.CancelledError:
         raise
-    except Exception as exc:  # noqa: BLE001 - reported in the result
+    except Exception as exc:
         result.consume_result = CMResult.CR_THROW_EXCEPTION
         result.remark = f"{type(exc).__name__}: {exc}"
         value = None
@@ -152,7 +154,7 @@ def thread_dump() -> str:
     """Return a ``jstack``-like dump of every Python thread's stack."""
     names = {t.ident: t.name for t in threading.enumerate()}
     out: list[str] = []
-    for ident, frame in sys._current_frames().items():  # noqa: SLF001 - diagnostics only
+    for ident, frame in sys._current_frames().items():
         out.append(f'"{names.get(ident, ident)}"\n')
         out.extend(traceback.format_stack(frame))
         out.append("\n")
@@ -177,7 +179,13 @@ def install_consumer_handlers(runtime: ClientRuntime) -> None:
         if fn is None:
             log.info("RESET_CONSUMER_CLIENT_OFFSET for unknown group=%s from=%s", h.group, conn.remote_address)
             return None
-        log.info("reset offsets group=%s topic=%s queues=%d from=%s", h.group, h.topic, len(body.offset_table), conn.remote_address)
+        log.info(
+            "reset offsets group=%s topic=%s queues=%d from=%s",
+            h.group,
+            h.topic,
+            len(body.offset_table),
+            conn.remote_address,
+        )
         await fn(h.topic or "", body.offset_table)
         return cmd.response(ResponseCode.SUCCESS)
 

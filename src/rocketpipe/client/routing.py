@@ -18,7 +18,6 @@ from ..protocol.names import MASTER_ID as MASTER_ID
 from ..protocol.sysflag import is_readable, is_writeable
 
 
-
 def broker_addr_table(route: Any) -> dict[str, dict[int, str]]:
     """Return ``broker_name -> {broker_id -> "host:port"}`` of a route."""
     table: dict[str, dict[int, str]] = {}

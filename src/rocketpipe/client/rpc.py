@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
 from ..errors import error_for_response
+from ..protocol.bodies.heartbeat import SubscriptionData
 from ..protocol.codes import RequestCode, ResponseCode
 from ..protocol.command import RemotingCommand
 from ..protocol.headers.admin import CreateTopicRequestHeader
@@ -37,7 +38,6 @@ from ..protocol.headers.offset import (
 from ..protocol.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
 from ..protocol.headers.route import GetRouteInfoRequestHeader
 from ..protocol.headers.send import SendMessageRequestHeaderV2, SendMessageResponseHeader
-from ..protocol.bodies.heartbeat import SubscriptionData
 from ..protocol.message import MessageQueue
 
 if TYPE_CHECKING:
@@ -75,7 +75,9 @@ async def get_route_info(req: Requester, addr: str, topic: str, timeout: float) 
     """
     from ..protocol.bodies.route import TopicRouteData
 
-    cmd = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=topic).to_ext_fields())
+    cmd = RemotingCommand.request(
+        RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=topic).to_ext_fields()
+    )
     resp = _check(await req.request(addr, cmd, timeout))
     return TopicRouteData.decode(bytes(resp.body))
 
@@ -358,7 +360,9 @@ async def query_consumer_offset(req: Requester, addr: str, group: str, mq: Messa
         BrokerError: QUERY_NOT_FOUND (code 22) when the group has no offset, or another code.
     """
     h = QueryConsumerOffsetRequestHeader(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id)
-    resp = _check(await req.request(addr, RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, h.to_ext_fields()), timeout))
+    resp = _check(
+        await req.request(addr, RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, h.to_ext_fields()), timeout)
+    )
     return QueryConsumerOffsetResponseHeader.from_ext_fields(resp.ext_fields).offset or 0
 
 
@@ -370,7 +374,9 @@ async def update_consumer_offset(
     Raises:
         BrokerError: refused (acknowledged mode only); TransportError: network failure.
     """
-    h = UpdateConsumerOffsetRequestHeader(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, commit_offset=offset)
+    h = UpdateConsumerOffsetRequestHeader(
+        consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, commit_offset=offset
+    )
     cmd = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, h.to_ext_fields(), oneway=oneway)
     if oneway:
         await req.oneway(addr, cmd)
@@ -385,7 +391,9 @@ async def get_max_offset(req: Requester, addr: str, mq: MessageQueue, timeout: f
         BrokerError / TransportError.
     """
     h = GetMaxOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id)
-    resp = _check(await req.request(addr, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, h.to_ext_fields()), timeout))
+    resp = _check(
+        await req.request(addr, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, h.to_ext_fields()), timeout)
+    )
     return GetMaxOffsetResponseHeader.from_ext_fields(resp.ext_fields).offset or 0
 
 
@@ -396,7 +404,9 @@ async def get_min_offset(req: Requester, addr: str, mq: MessageQueue, timeout: f
         BrokerError / TransportError.
     """
     h = GetMinOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id)
-    resp = _check(await req.request(addr, RemotingCommand.request(RequestCode.GET_MIN_OFFSET, h.to_ext_fields()), timeout))
+    resp = _check(
+        await req.request(addr, RemotingCommand.request(RequestCode.GET_MIN_OFFSET, h.to_ext_fields()), timeout)
+    )
     return GetMinOffsetResponseHeader.from_ext_fields(resp.ext_fields).offset or 0
 
 
@@ -410,7 +420,11 @@ async def search_offset(req: Requester, addr: str, mq: MessageQueue, timestamp_m
         BrokerError / TransportError.
     """
     h = SearchOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp_ms)
-    resp = _check(await req.request(addr, RemotingCommand.request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, h.to_ext_fields()), timeout))
+    resp = _check(
+        await req.request(
+            addr, RemotingCommand.request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, h.to_ext_fields()), timeout
+        )
+    )
     return SearchOffsetResponseHeader.from_ext_fields(resp.ext_fields).offset or 0
 
 
@@ -473,7 +487,11 @@ async def get_consumer_id_list(req: Requester, addr: str, group: str, timeout: f
     from ..protocol.bodies.consumer import ConsumerListBody
 
     h = GetConsumerListByGroupRequestHeader(consumer_group=group)
-    resp = _check(await req.request(addr, RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, h.to_ext_fields()), timeout))
+    resp = _check(
+        await req.request(
+            addr, RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, h.to_ext_fields()), timeout
+        )
+    )
     if not resp.body:
         return []
     return [str(c) for c in ConsumerListBody.decode(bytes(resp.body)).consumer_id_list]
@@ -507,7 +525,9 @@ async def consumer_send_msg_back(
         max_reconsume_times=max_reconsume_times,
         bname=broker_name,
     )
-    _check(await req.request(addr, RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, h.to_ext_fields()), timeout))
+    _check(
+        await req.request(addr, RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, h.to_ext_fields()), timeout)
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -522,5 +542,11 @@ async def create_topic(
     Raises:
         BrokerError / TransportError.
     """
-    h = CreateTopicRequestHeader(topic=topic, read_queue_nums=read_queue_nums, write_queue_nums=write_queue_nums, perm=perm)
-    _check(await req.request(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, h.to_ext_fields()), timeout))
+    h = CreateTopicRequestHeader(
+        topic=topic, read_queue_nums=read_queue_nums, write_queue_nums=write_queue_nums, perm=perm
+    )
+    _check(
+        await req.request(
+            addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, h.to_ext_fields()), timeout
+        )
+    )

@@ -120,9 +120,17 @@ class ClientRuntime:
         self._started = True
         await self._tasks.start()
         cfg = self.config
-        self._tasks.spawn(periodic("route", cfg.poll_name_server_interval, self.update_all_routes, initial_delay=0.01), "route")
         self._tasks.spawn(
-            periodic("heartbeat", cfg.heartbeat_broker_interval, self.send_heartbeat_to_all_brokers, initial_delay=1.0, wake=self._heartbeat_wake),
+            periodic("route", cfg.poll_name_server_interval, self.update_all_routes, initial_delay=0.01), "route"
+        )
+        self._tasks.spawn(
+            periodic(
+                "heartbeat",
+                cfg.heartbeat_broker_interval,
+                self.send_heartbeat_to_all_brokers,
+                initial_delay=1.0,
+                wake=self._heartbeat_wake,
+            ),
             "heartbeat",
         )
         self._tasks.spawn(
@@ -175,7 +183,9 @@ class ClientRuntime:
         from ..errors import InvalidArgumentError
 
         if consumer.group in self._consumers:
-            raise InvalidArgumentError(f"consumer group {consumer.group!r} already registered in this client; use another runtime")
+            raise InvalidArgumentError(
+                f"consumer group {consumer.group!r} already registered in this client; use another runtime"
+            )
         self._consumers[consumer.group] = consumer
 
     def unregister_consumer(self, group: str) -> None:
@@ -276,7 +286,9 @@ class ClientRuntime:
 
     def all_broker_addrs(self, *, masters_only: bool = False) -> list[str]:
         """Return every known broker address (sorted)."""
-        out = {a for addrs in self._brokers.values() for bid, a in addrs.items() if not masters_only or bid == MASTER_ID}
+        out = {
+            a for addrs in self._brokers.values() for bid, a in addrs.items() if not masters_only or bid == MASTER_ID
+        }
         return sorted(out)
 
     # ------------------------------------------------------------------ heartbeats

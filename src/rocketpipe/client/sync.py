@@ -127,7 +127,9 @@ class SyncAdmin:
         """See :meth:`Admin.search_offset`."""
         return self._portal.call(lambda a: a.search_offset(mq, timestamp_ms))
 
-    def pull_raw(self, mq: MessageQueue, offset: int, max_nums: int, *, timeout: float = 10.0, max_bytes: int | None = None) -> PullRaw:
+    def pull_raw(
+        self, mq: MessageQueue, offset: int, max_nums: int, *, timeout: float = 10.0, max_bytes: int | None = None
+    ) -> PullRaw:
         """See :meth:`Admin.pull_raw`."""
         return self._portal.call(lambda a: a.pull_raw(mq, offset, max_nums, timeout=timeout, max_bytes=max_bytes))
 
@@ -145,7 +147,9 @@ class SyncProducer:
         **kwargs: passed to :class:`Producer`.
     """
 
-    def __init__(self, producer_group: str = "DEFAULT_PRODUCER", namesrv_addr: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, producer_group: str = "DEFAULT_PRODUCER", namesrv_addr: str | None = None, **kwargs: Any
+    ) -> None:
         self._args = (producer_group, namesrv_addr, kwargs)
         self._portal: _Portal[Producer] = _Portal(
             lambda: Producer(producer_group, namesrv_addr=namesrv_addr, **kwargs), "rocketpipe-sync-producer"
@@ -185,7 +189,9 @@ class SyncProducer:
         """See :meth:`Producer.send` (the selector runs on the client's event-loop thread)."""
         return self._portal.call(lambda p: p.send(msg, queue=queue, selector=selector, arg=arg, timeout=timeout))
 
-    def send_batch(self, msgs: list[Message], *, queue: MessageQueue | None = None, timeout: float | None = None) -> SendResult:
+    def send_batch(
+        self, msgs: list[Message], *, queue: MessageQueue | None = None, timeout: float | None = None
+    ) -> SendResult:
         """See :meth:`Producer.send_batch`."""
         return self._portal.call(lambda p: p.send_batch(msgs, queue=queue, timeout=timeout))
 

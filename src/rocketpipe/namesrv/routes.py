@@ -181,8 +181,11 @@ class RouteTable:
         topics = topic_config_wrapper.topic_config_table if topic_config_wrapper else {}
         if broker_id not in addrs and len(topics) == 1:
             log.warning(
-                "register rejected, single-topic first registration cluster=%s broker=%s "
-                "id=%d addr=%s", cluster_name, broker_name, broker_id, broker_addr,
+                "register rejected, single-topic first registration cluster=%s broker=%s id=%d addr=%s",
+                cluster_name,
+                broker_name,
+                broker_id,
+                broker_addr,
             )
             if not addrs:
                 self._drop_group(broker_name)
@@ -194,11 +197,7 @@ class RouteTable:
 
         is_master = broker_id == MASTER_ID
         is_prime_slave = not is_old_version and not is_master and broker_id == min(addrs)
-        data_version = (
-            topic_config_wrapper.data_version
-            if topic_config_wrapper is not None
-            else DataVersion(0, 0, 0)
-        )
+        data_version = topic_config_wrapper.data_version if topic_config_wrapper is not None else DataVersion(0, 0, 0)
         if topic_config_wrapper is not None and (is_master or is_prime_slave):
             changed = self.is_broker_topic_config_changed(cluster_name, broker_addr, data_version)
             for tc in topics.values():
@@ -222,7 +221,11 @@ class RouteTable:
         if prev is None:
             log.info(
                 "new broker registered cluster=%s broker=%s id=%d addr=%s ha=%s",
-                cluster_name, broker_name, broker_id, broker_addr, ha_server_addr,
+                cluster_name,
+                broker_name,
+                broker_id,
+                broker_addr,
+                ha_server_addr,
             )
         if filter_server_list:
             self._filter_servers[broker_addr] = list(filter_server_list)
@@ -260,9 +263,7 @@ class RouteTable:
                 log.info("topic changed topic=%s old=%s new=%s", tc.topic_name, old, qd)
             by_broker[broker_name] = qd
 
-    def is_broker_topic_config_changed(
-        self, cluster_name: str, broker_addr: str, data_version: DataVersion
-    ) -> bool:
+    def is_broker_topic_config_changed(self, cluster_name: str, broker_addr: str, data_version: DataVersion) -> bool:
         """True when ``data_version`` differs from the last registration's (or none is known).
 
         Mirrors ``RouteInfoManager.isBrokerTopicConfigChanged``.
@@ -283,9 +284,7 @@ class RouteTable:
 
     # ------------------------------------------------------------------ removal
 
-    def unregister_broker(
-        self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int
-    ) -> None:
+    def unregister_broker(self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int) -> None:
         """Remove a broker address; drop its group, and the group's topics, when it was the last.
 
         Mirrors ``RouteInfoManager.unregisterBroker``. Unknown brokers are ignored.
@@ -294,7 +293,11 @@ class RouteTable:
         self._filter_servers.pop(broker_addr, None)
         log.info(
             "broker unregistered cluster=%s broker=%s id=%d addr=%s known=%s",
-            cluster_name, broker_name, broker_id, broker_addr, live is not None,
+            cluster_name,
+            broker_name,
+            broker_id,
+            broker_addr,
+            live is not None,
         )
         group = self._brokers.get(broker_name)
         if group is None:
@@ -339,14 +342,16 @@ class RouteTable:
         Returns:
             The addresses removed.
         """
-        expired = [
-            k for k, v in self._live.items() if v.last_update_ms + v.timeout_ms < now_ms
-        ]
+        expired = [k for k, v in self._live.items() if v.last_update_ms + v.timeout_ms < now_ms]
         for key in expired:
             live = self._live[key]
             log.warning(
                 "broker expired cluster=%s broker=%s addr=%s last_update_ms=%d timeout_ms=%d",
-                key[0], live.broker_name, key[1], live.last_update_ms, live.timeout_ms,
+                key[0],
+                live.broker_name,
+                key[1],
+                live.last_update_ms,
+                live.timeout_ms,
             )
             self._remove_live(key)
         return [addr for _, addr in expired]
@@ -377,8 +382,7 @@ class RouteTable:
         if not by_broker:
             return None
         queue_datas = [
-            QueueData(q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm,
-                      q.topic_sys_flag)
+            QueueData(q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm, q.topic_sys_flag)
             for _, q in sorted(by_broker.items())
         ]
         broker_datas: list[BrokerData] = []
@@ -395,9 +399,7 @@ class RouteTable:
                     filter_servers[addr] = list(fs)
         if not broker_datas:
             return None
-        return TopicRouteData(
-            queue_datas=queue_datas, broker_datas=broker_datas, filter_server_table=filter_servers
-        )
+        return TopicRouteData(queue_datas=queue_datas, broker_datas=broker_datas, filter_server_table=filter_servers)
 
     def cluster_info(self) -> ClusterInfo:
         """Return every broker group and every cluster's broker names (a copy)."""
@@ -430,9 +432,7 @@ class RouteTable:
     def topics_by_cluster(self, cluster_name: str) -> TopicList:
         """Return the topics hosted by the broker groups of ``cluster_name``."""
         names = self._clusters.get(cluster_name, set())
-        return TopicList(
-            topic_list={t for t, by in self._topic_queues.items() if names.intersection(by)}
-        )
+        return TopicList(topic_list={t for t, by in self._topic_queues.items() if names.intersection(by)})
 
     def live_brokers(self) -> dict[tuple[str, str], BrokerLiveInfo]:
         """A snapshot of the liveness table keyed by (cluster, broker address)."""

@@ -40,11 +40,11 @@ from ..protocol.codes import VERSION_STANDARD_JSON_ROUTE, RequestCode, ResponseC
 from ..protocol.command import RemotingCommand
 from ..protocol.headers.route import (
     DeleteKVConfigRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
     GetKVConfigRequestHeader,
     GetKVConfigResponseHeader,
     GetKVListByNamespaceRequestHeader,
     GetRouteInfoRequestHeader,
-    DeleteTopicFromNamesrvRequestHeader,
     GetTopicsByClusterRequestHeader,
     PutKVConfigRequestHeader,
     QueryDataVersionRequestHeader,
@@ -67,9 +67,7 @@ _V3_0_11: Final = 37
 NAMESPACE_ORDER_TOPIC_CONFIG: Final = "ORDER_TOPIC_CONFIG"
 _NO_ROUTE: Final = "No topic route info in name server for the topic: "
 #: ``FAQUrl.suffixHelpUrl(APPLY_TOPIC_URL)``
-_FAQ_SUFFIX: Final = (
-    "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
-)
+_FAQ_SUFFIX: Final = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 
 
 def java_crc32(data: bytes | memoryview) -> int:
@@ -135,9 +133,7 @@ class NameServer:
         if self._runner is not None or self._closed:
             raise RuntimeError("NameServer already started or closed")
         self.address = await self._server.start()
-        self._runner = asyncio.get_running_loop().create_task(
-            self._run(), name=f"rocketpipe-namesrv-{self.address}"
-        )
+        self._runner = asyncio.get_running_loop().create_task(self._run(), name=f"rocketpipe-namesrv-{self.address}")
         log.info("name server started addr=%s", self.address)
         return self.address
 
@@ -189,7 +185,7 @@ class NameServer:
                 removed = self.routes.scan_expired(self._clock.now_ms())
                 if removed:
                     log.info("expired brokers removed addrs=%s", ",".join(removed))
-            except Exception:  # noqa: BLE001 - the loop must survive one bad scan
+            except Exception:
                 log.exception("broker expiry scan failed")
 
     def _on_connection_closed(self, conn: Connection) -> None:
@@ -223,9 +219,7 @@ class NameServer:
         """
         h = RegisterBrokerRequestHeader.from_ext_fields(cmd.ext_fields)
         if h.body_crc32 and java_crc32(cmd.body) != h.body_crc32:
-            log.warning(
-                "register crc32 mismatch broker=%s addr=%s", h.broker_name, h.broker_addr
-            )
+            log.warning("register crc32 mismatch broker=%s addr=%s", h.broker_name, h.broker_addr)
             return cmd.response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
         filter_servers: list[str] = []
         if not cmd.body:
@@ -252,9 +246,7 @@ class NameServer:
         )
         if result is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, "register broker failed")
-        resp_header = RegisterBrokerResponseHeader(
-            ha_server_addr=result.ha_server_addr, master_addr=result.master_addr
-        )
+        resp_header = RegisterBrokerResponseHeader(ha_server_addr=result.ha_server_addr, master_addr=result.master_addr)
         order_conf = self._kv.get(NAMESPACE_ORDER_TOPIC_CONFIG)
         return cmd.response(
             ext_fields=resp_header.to_ext_fields(),
@@ -264,9 +256,7 @@ class NameServer:
     async def _unregister_broker(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
         """UNREGISTER_BROKER (104)."""
         h = UnRegisterBrokerRequestHeader.from_ext_fields(cmd.ext_fields)
-        self.routes.unregister_broker(
-            h.cluster_name or "", h.broker_addr or "", h.broker_name or "", h.broker_id or 0
-        )
+        self.routes.unregister_broker(h.cluster_name or "", h.broker_addr or "", h.broker_name or "", h.broker_id or 0)
         return cmd.response()
 
     async def _get_route(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
@@ -287,9 +277,7 @@ class NameServer:
         """GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206)."""
         return cmd.response(body=self.routes.topic_list().encode())
 
-    async def _get_topics_by_cluster(
-        self, cmd: RemotingCommand, conn: Connection
-    ) -> RemotingCommand:
+    async def _get_topics_by_cluster(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
         """GET_TOPICS_BY_CLUSTER (224)."""
         h = GetTopicsByClusterRequestHeader.from_ext_fields(cmd.ext_fields)
         return cmd.response(body=self.routes.topics_by_cluster(h.cluster or "").encode())
@@ -300,9 +288,7 @@ class NameServer:
         self.routes.delete_topic(h.topic or "", h.cluster_name)
         return cmd.response()
 
-    async def _query_data_version(
-        self, cmd: RemotingCommand, conn: Connection
-    ) -> RemotingCommand:
+    async def _query_data_version(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
         """QUERY_DATA_VERSION (322): ``changed`` + the name server's copy; refreshes liveness."""
         h = QueryDataVersionRequestHeader.from_ext_fields(cmd.ext_fields)
         cluster, addr = h.cluster_name or "", h.broker_addr or ""
@@ -347,7 +333,5 @@ class NameServer:
         h = GetKVListByNamespaceRequestHeader.from_ext_fields(cmd.ext_fields)
         table = self._kv.get(h.namespace or "")
         if not table:
-            return cmd.response(
-                ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {h.namespace}"
-            )
+            return cmd.response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {h.namespace}")
         return cmd.response(body=KVTable(dict(table)).encode())

@@ -20,9 +20,10 @@ import struct
 import sys
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Final, Iterator
+from typing import Final
 
 from ..errors import InvalidArgumentError, ProtocolError
 from . import sysflag as sf
@@ -55,17 +56,56 @@ PROPERTY_INNER_NUM: Final = "INNER_NUM"
 KEY_SEPARATOR: Final = " "
 
 #: MessageConst.STRING_HASH_SET: names a user may not set as user properties.
-SYSTEM_PROPERTY_NAMES: Final = frozenset({
-    "TRACE_ON", "MSG_REGION", "KEYS", "TAGS", "WAIT", "DELAY", "RETRY_TOPIC", "REAL_TOPIC",
-    "REAL_QID", "TRAN_MSG", "PGROUP", "MIN_OFFSET", "MAX_OFFSET", "BUYER_ID", "ORIGIN_MESSAGE_ID",
-    "TRANSFER_FLAG", "CORRECTION_FLAG", "MQ2_FLAG", "RECONSUME_TIME", "UNIQ_KEY",
-    "MAX_RECONSUME_TIMES", "CONSUME_START_TIME", "POP_CK", "POP_CK_OFFSET", "1ST_POP_TIME",
-    "TRAN_PREPARED_QUEUE_OFFSET", "DUP_INFO", "EXTEND_UNIQ_INFO", "INSTANCE_ID",
-    "CORRELATION_ID", "REPLY_TO_CLIENT", "TTL", "ARRIVE_TIME", "PUSH_REPLY_TIME", "CLUSTER",
-    "MSG_TYPE", "INNER_MULTI_QUEUE_OFFSET", "__transactionId__", "TIMER_DELAY_SEC",
-    "TIMER_DELAY_MS", "TIMER_DELIVER_MS", "INNER_NUM", "INNER_BASE",
-    "CHECK_IMMUNITY_TIME_IN_SECONDS", "TRANSACTION_CHECK_TIMES", "INNER_MULTI_DISPATCH",
-})
+SYSTEM_PROPERTY_NAMES: Final = frozenset(
+    {
+        "TRACE_ON",
+        "MSG_REGION",
+        "KEYS",
+        "TAGS",
+        "WAIT",
+        "DELAY",
+        "RETRY_TOPIC",
+        "REAL_TOPIC",
+        "REAL_QID",
+        "TRAN_MSG",
+        "PGROUP",
+        "MIN_OFFSET",
+        "MAX_OFFSET",
+        "BUYER_ID",
+        "ORIGIN_MESSAGE_ID",
+        "TRANSFER_FLAG",
+        "CORRECTION_FLAG",
+        "MQ2_FLAG",
+        "RECONSUME_TIME",
+        "UNIQ_KEY",
+        "MAX_RECONSUME_TIMES",
+        "CONSUME_START_TIME",
+        "POP_CK",
+        "POP_CK_OFFSET",
+        "1ST_POP_TIME",
+        "TRAN_PREPARED_QUEUE_OFFSET",
+        "DUP_INFO",
+        "EXTEND_UNIQ_INFO",
+        "INSTANCE_ID",
+        "CORRELATION_ID",
+        "REPLY_TO_CLIENT",
+        "TTL",
+        "ARRIVE_TIME",
+        "PUSH_REPLY_TIME",
+        "CLUSTER",
+        "MSG_TYPE",
+        "INNER_MULTI_QUEUE_OFFSET",
+        "__transactionId__",
+        "TIMER_DELAY_SEC",
+        "TIMER_DELAY_MS",
+        "TIMER_DELIVER_MS",
+        "INNER_NUM",
+        "INNER_BASE",
+        "CHECK_IMMUNITY_TIME_IN_SECONDS",
+        "TRANSACTION_CHECK_TIMES",
+        "INNER_MULTI_DISPATCH",
+    }
+)
 
 
 _UTF16_NATIVE: Final = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
@@ -473,17 +513,31 @@ def encode_record(
     plen = len(pb)
     if tail is not None and bh is not None and shost is not None and plen <= 32767:
         blen = len(body)
-        return b"".join((
-            _REC_FIXED4.pack(
-                _MIN_RECORD - 1 + blen + len(tail) + plen, sf.MAGIC_V1, (zlib.crc32(body) & 0x7FFFFFFF) if crc is None else crc,
-                queue_id, flag, queue_offset, physical_offset, sys_flag & ~(sf.BORNHOST_V6_FLAG | sf.STOREHOST_V6_FLAG),
-                born_timestamp, bh, store_timestamp, shost, reconsume_times, prepared_transaction_offset, blen,
-            ),
-            body,
-            tail,
-            _I16.pack(plen),
-            pb,
-        ))
+        return b"".join(
+            (
+                _REC_FIXED4.pack(
+                    _MIN_RECORD - 1 + blen + len(tail) + plen,
+                    sf.MAGIC_V1,
+                    (zlib.crc32(body) & 0x7FFFFFFF) if crc is None else crc,
+                    queue_id,
+                    flag,
+                    queue_offset,
+                    physical_offset,
+                    sys_flag & ~(sf.BORNHOST_V6_FLAG | sf.STOREHOST_V6_FLAG),
+                    born_timestamp,
+                    bh,
+                    store_timestamp,
+                    shost,
+                    reconsume_times,
+                    prepared_transaction_offset,
+                    blen,
+                ),
+                body,
+                tail,
+                _I16.pack(plen),
+                pb,
+            )
+        )
     _remember_record_parts(topic, born_host, store_host)
     tb = topic.encode()
     if len(pb) > 32767:
@@ -493,25 +547,62 @@ def encode_record(
     v2 = len(tb) > 127
     bh, b6 = _encode_host_cached(born_host)
     shost, s6 = _encode_host_cached(store_host)
-    sys_flag = (sys_flag & ~(sf.BORNHOST_V6_FLAG | sf.STOREHOST_V6_FLAG)) | (sf.BORNHOST_V6_FLAG if b6 else 0) | (
-        sf.STOREHOST_V6_FLAG if s6 else 0
+    sys_flag = (
+        (sys_flag & ~(sf.BORNHOST_V6_FLAG | sf.STOREHOST_V6_FLAG))
+        | (sf.BORNHOST_V6_FLAG if b6 else 0)
+        | (sf.STOREHOST_V6_FLAG if s6 else 0)
     )
     blen = len(body)
-    total = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + len(bh) + 8 + len(shost) + 4 + 8 + 4 + blen + (2 if v2 else 1) + len(tb) + 2 + len(pb)
+    total = (
+        4
+        + 4
+        + 4
+        + 4
+        + 4
+        + 8
+        + 8
+        + 4
+        + 8
+        + len(bh)
+        + 8
+        + len(shost)
+        + 4
+        + 8
+        + 4
+        + blen
+        + (2 if v2 else 1)
+        + len(tb)
+        + 2
+        + len(pb)
+    )
     if not (b6 or s6 or v2):
         # common case: one pack for the 92-byte fixed part (through the body length)
-        return b"".join((
-            _REC_FIXED4.pack(
-                total, sf.MAGIC_V1, body_crc(body) if crc is None else crc, queue_id, flag, queue_offset,
-                physical_offset, sys_flag, born_timestamp, bh, store_timestamp, shost, reconsume_times,
-                prepared_transaction_offset, blen,
-            ),
-            body,
-            bytes((len(tb),)),
-            tb,
-            _I16.pack(len(pb)),
-            pb,
-        ))
+        return b"".join(
+            (
+                _REC_FIXED4.pack(
+                    total,
+                    sf.MAGIC_V1,
+                    body_crc(body) if crc is None else crc,
+                    queue_id,
+                    flag,
+                    queue_offset,
+                    physical_offset,
+                    sys_flag,
+                    born_timestamp,
+                    bh,
+                    store_timestamp,
+                    shost,
+                    reconsume_times,
+                    prepared_transaction_offset,
+                    blen,
+                ),
+                body,
+                bytes((len(tb),)),
+                tb,
+                _I16.pack(len(pb)),
+                pb,
+            )
+        )
     parts = [
         _REC_HEAD.pack(
             total,
@@ -549,6 +640,8 @@ def _cache_host(key: int) -> tuple[str, str]:
         _HOST_CACHE.clear()
     entry = _HOST_CACHE[key] = (decode_host(raw), raw.hex().upper())
     return entry
+
+
 _REC_TAIL = struct.Struct(">iqi")  # reconsume, prepared, body len
 _MIN_RECORD = 91  # v1 magic, IPv4 hosts, empty body/topic/properties
 
@@ -643,13 +736,30 @@ def decode_record(
     # store_size, sys_flag, born_timestamp, born_host, store_timestamp, store_host, body_crc,
     # reconsume_times, prepared_transaction_offset, offset_msg_id
     msg = MessageExt(
-        topic, body, flag, props, queue_id, qoff, poff, total, sys_flag, born_ts, born_host, store_ts,
-        store_host, crc, reconsume, prep, f"{store_hex}{poff & 0xFFFFFFFFFFFFFFFF:016X}",
+        topic,
+        body,
+        flag,
+        props,
+        queue_id,
+        qoff,
+        poff,
+        total,
+        sys_flag,
+        born_ts,
+        born_host,
+        store_ts,
+        store_host,
+        crc,
+        reconsume,
+        prep,
+        f"{store_hex}{poff & 0xFFFFFFFFFFFFFFFF:016X}",
     )
     return msg, end
 
 
-def decode_records(buf: bytes | memoryview, *, read_body: bool = True, decompress_body: bool = True) -> list[MessageExt]:
+def decode_records(
+    buf: bytes | memoryview, *, read_body: bool = True, decompress_body: bool = True
+) -> list[MessageExt]:
     """Decode every record of a pull-response body.
 
     Raises:

@@ -29,7 +29,9 @@ PULL_CLASS_FILTER: Final = 0x8
 PULL_LITE: Final = 0x10
 
 
-def build_pull_sys_flag(*, commit_offset: bool, suspend: bool, subscription: bool, class_filter: bool = False, lite_pull: bool = False) -> int:
+def build_pull_sys_flag(
+    *, commit_offset: bool, suspend: bool, subscription: bool, class_filter: bool = False, lite_pull: bool = False
+) -> int:
     """Combine pull flags (``PullSysFlag.buildSysFlag``)."""
     return (
         (PULL_COMMIT_OFFSET if commit_offset else 0)

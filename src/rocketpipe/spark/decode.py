@@ -40,20 +40,22 @@ from ..protocol.compression import decompress
 
 _TS: Final = pa.timestamp("us", tz="UTC")
 #: Arrow schema of the batches ``read()`` yields (= Spark's ``to_arrow_schema`` of ``source.SCHEMA``).
-ARROW_SCHEMA: Final = pa.schema([
-    pa.field("topic", pa.string()),
-    pa.field("broker_name", pa.string()),
-    pa.field("queue_id", pa.int32()),
-    pa.field("queue_offset", pa.int64()),
-    pa.field("msg_id", pa.string()),
-    pa.field("tags", pa.string()),
-    pa.field("keys", pa.string()),
-    pa.field("body", pa.binary()),
-    pa.field("born_timestamp", _TS),
-    pa.field("store_timestamp", _TS),
-    pa.field("reconsume_times", pa.int32()),
-    pa.field("properties", pa.map_(pa.string(), pa.string())),
-])
+ARROW_SCHEMA: Final = pa.schema(
+    [
+        pa.field("topic", pa.string()),
+        pa.field("broker_name", pa.string()),
+        pa.field("queue_id", pa.int32()),
+        pa.field("queue_offset", pa.int64()),
+        pa.field("msg_id", pa.string()),
+        pa.field("tags", pa.string()),
+        pa.field("keys", pa.string()),
+        pa.field("body", pa.binary()),
+        pa.field("born_timestamp", _TS),
+        pa.field("store_timestamp", _TS),
+        pa.field("reconsume_times", pa.int32()),
+        pa.field("properties", pa.map_(pa.string(), pa.string())),
+    ]
+)
 
 _MIN_RECORD: Final = 91
 _I32 = struct.Struct(">i")
@@ -90,10 +92,13 @@ def record_starts(buf: bytes | memoryview) -> list[int]:
 
 def _gather(a: np.ndarray, pos: np.ndarray, rng: np.ndarray, dtype: str) -> np.ndarray:
     """Read one big-endian int per record at ``pos`` (vectorised), as int64."""
-    return a[pos[:, None] + rng].view(dtype).reshape(-1).astype(np.int64)
+    out: np.ndarray = a[pos[:, None] + rng].view(dtype).reshape(-1).astype(np.int64)
+    return out
 
 
-def _var_array(a: np.ndarray, buf: pa.Buffer, pos: np.ndarray, lens: np.ndarray, view_type: pa.DataType, typ: pa.DataType) -> pa.Array:
+def _var_array(
+    a: np.ndarray, buf: pa.Buffer, pos: np.ndarray, lens: np.ndarray, view_type: pa.DataType, typ: pa.DataType
+) -> pa.Array:
     """Build a binary/string array from the slices ``[pos[i], pos[i] + lens[i])`` of ``a``.
 
     The slices are described as an Arrow *view* array over the original buffer (16-byte views:
@@ -149,7 +154,12 @@ def _properties(props: pa.StringArray) -> tuple[pa.MapArray, pa.StringArray, pa.
         if np.bincount(combined, minlength=1).max() > 1:
             _, last_rev = np.unique(combined[::-1], return_index=True)
             keep = np.sort(len(combined) - 1 - last_rev)
-            names, values, parent, codes = names.take(pa.array(keep)), values.take(pa.array(keep)), parent[keep], codes[keep]
+            names, values, parent, codes = (
+                names.take(pa.array(keep)),
+                values.take(pa.array(keep)),
+                parent[keep],
+                codes[keep],
+            )
         dictionary = codes_arr.dictionary.to_pylist()
     else:
         codes = np.zeros(0, dtype=np.int64)
@@ -169,7 +179,9 @@ def _properties(props: pa.StringArray) -> tuple[pa.MapArray, pa.StringArray, pa.
     return mapped, pick("TAGS"), pick("KEYS"), pick("UNIQ_KEY")
 
 
-def _offset_msg_ids(a: np.ndarray, starts: np.ndarray, store_host_pos: np.ndarray, store_v6: np.ndarray) -> pa.StringArray:
+def _offset_msg_ids(
+    a: np.ndarray, starts: np.ndarray, store_host_pos: np.ndarray, store_v6: np.ndarray
+) -> pa.StringArray:
     """Compute offsetMsgIds (store host bytes + commit-log offset, upper-case hex)."""
     n = len(starts)
     if not store_v6.any():
@@ -178,7 +190,7 @@ def _offset_msg_ids(a: np.ndarray, starts: np.ndarray, store_host_pos: np.ndarra
         offsets = np.arange(0, 32 * (n + 1), 32, dtype=np.int32)
         return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(text.tobytes())])
     ids: list[str] = []
-    for s, hp, v6 in zip(starts.tolist(), store_host_pos.tolist(), store_v6.tolist()):
+    for s, hp, v6 in zip(starts.tolist(), store_host_pos.tolist(), store_v6.tolist(), strict=False):
         w = 20 if v6 else 8
         ids.append((a[hp : hp + w].tobytes() + a[s + 28 : s + 36].tobytes()).hex().upper())
     return pa.array(ids, pa.string())
@@ -260,7 +272,7 @@ def decode_records_to_batch(
     compressed = (sys_flag & sf.COMPRESSED_FLAG) != 0
     if compressed.any():
         bodies: list[bytes] = []
-        for p, ln, flag in zip(body_pos.tolist(), body_len.tolist(), sys_flag.tolist()):
+        for p, ln, flag in zip(body_pos.tolist(), body_len.tolist(), sys_flag.tolist(), strict=False):
             chunk = mv[p : p + ln]
             bodies.append(decompress(chunk, flag) if flag & sf.COMPRESSED_FLAG else bytes(chunk))
         body = pa.array(bodies, pa.binary())

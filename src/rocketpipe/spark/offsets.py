@@ -54,7 +54,9 @@ def parse_queue_key(topic: str, key: str) -> MessageQueue:
     """
     broker, sep, qid = str(key).rpartition(":")
     if not sep or not broker:
-        raise InvalidArgumentError(f"queue key {key!r} of topic {topic!r} must be 'brokerName:queueId', e.g. 'broker-a:0'")
+        raise InvalidArgumentError(
+            f"queue key {key!r} of topic {topic!r} must be 'brokerName:queueId', e.g. 'broker-a:0'"
+        )
     try:
         queue_id = int(qid)
     except ValueError:

@@ -47,12 +47,23 @@ from ..errors import InvalidArgumentError
 from .offsets import OffsetSpec, parse_offset_spec
 
 #: Options this source knows (lower-cased, as Spark stores them).
-KNOWN_OPTIONS: Final = frozenset({
-    "nameserver", "topic", "startingoffsets", "endingoffsets", "maxoffsetspertrigger",
-    "failondataloss", "pullbatchsize", "pulltimeoutms", "pullconcurrency", "numpartitions", "clientfactory",
-    # Spark adds "path" for load(path); tolerated and ignored.
-    "path",
-})
+KNOWN_OPTIONS: Final = frozenset(
+    {
+        "nameserver",
+        "topic",
+        "startingoffsets",
+        "endingoffsets",
+        "maxoffsetspertrigger",
+        "failondataloss",
+        "pullbatchsize",
+        "pulltimeoutms",
+        "pullconcurrency",
+        "numpartitions",
+        "clientfactory",
+        # Spark adds "path" for load(path); tolerated and ignored.
+        "path",
+    }
+)
 #: The end of the message naming unknown source options.
 _SOURCE_UNKNOWN_HINT: Final = (
     "for format('rocketmq'); known options are nameServer, topic, startingOffsets, endingOffsets, "
@@ -108,7 +119,9 @@ def _get(options: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
-def _lowered(options: Mapping[str, str], known: frozenset[str], error: type[InvalidArgumentError], unknown_hint: str) -> dict[str, str]:
+def _lowered(
+    options: Mapping[str, str], known: frozenset[str], error: type[InvalidArgumentError], unknown_hint: str
+) -> dict[str, str]:
     """``options`` with lower-cased keys.
 
     Raises:
@@ -245,10 +258,24 @@ def describe(options: SourceOptions) -> str:
 #: Options the sink knows (lower-cased). ``namesrv_addr`` and ``producer_group`` are aliases of
 #: ``nameServer`` and ``producerGroup`` (the Java client's names); Spark may add ``path``
 #: (``save(path)``) and ``checkpointLocation`` (``writeStream.option``), both ignored.
-SINK_KNOWN_OPTIONS: Final = frozenset({
-    "nameserver", "namesrv_addr", "topic", "producergroup", "producer_group", "batchsize", "batchbytes",
-    "maxinflight", "sendtimeoutms", "retries", "maxmessagesize", "writerinput", "path", "checkpointlocation",
-})
+SINK_KNOWN_OPTIONS: Final = frozenset(
+    {
+        "nameserver",
+        "namesrv_addr",
+        "topic",
+        "producergroup",
+        "producer_group",
+        "batchsize",
+        "batchbytes",
+        "maxinflight",
+        "sendtimeoutms",
+        "retries",
+        "maxmessagesize",
+        "writerinput",
+        "path",
+        "checkpointlocation",
+    }
+)
 #: The end of the message naming unknown sink options.
 _SINK_UNKNOWN_HINT: Final = (
     "for the rocketmq sink; known options are nameServer, topic, "

@@ -103,8 +103,12 @@ class ClientSpec:
     def from_options(cls, options: SourceOptions) -> ClientSpec:
         """Take the executor-side settings from the source options."""
         return cls(
-            options.name_server, options.client_factory, options.pull_batch_size, options.pull_timeout_s,
-            options.pull_concurrency, options.fail_on_data_loss,
+            options.name_server,
+            options.client_factory,
+            options.pull_batch_size,
+            options.pull_timeout_s,
+            options.pull_concurrency,
+            options.fail_on_data_loss,
         )
 
 
@@ -124,7 +128,7 @@ def make_admin(spec: ClientSpec) -> AdminClient:
         return client
     from ..client import SyncAdmin
 
-    admin: AdminClient = SyncAdmin(namesrv_addr=spec.name_server)  # type: ignore[assignment]
+    admin: AdminClient = SyncAdmin(namesrv_addr=spec.name_server)
     return admin
 
 
@@ -133,12 +137,12 @@ def _close_quietly(admin: AdminClient | None) -> None:
         return
     try:
         admin.close()
-    except Exception:  # noqa: BLE001 - closing must not hide the real outcome
+    except Exception:
         log.debug("closing the admin client failed", exc_info=True)
 
 
 @dataclass(frozen=True)
-class RocketMQInputPartition(InputPartition):  # type: ignore[misc]
+class RocketMQInputPartition(InputPartition):
     """One Spark task's work: queue ranges to read plus how to reach the cluster.
 
     Attributes:
@@ -187,12 +191,14 @@ class _Puller:
         fut: Future[Any] = Future()
         try:
             fut.set_result(self._admin.pull_raw(mq, offset, n, timeout=self._timeout))
-        except Exception as exc:  # noqa: BLE001 - re-raised by fut.result()
+        except Exception as exc:
             fut.set_exception(exc)
         return fut
 
 
-def read_range(admin: AdminClient, rng: QueueRange, spec: ClientSpec, puller: _Puller | None = None) -> Iterator[pa.RecordBatch]:
+def read_range(
+    admin: AdminClient, rng: QueueRange, spec: ClientSpec, puller: _Puller | None = None
+) -> Iterator[pa.RecordBatch]:
     """Pull exactly ``[rng.start, rng.end)`` of one queue and yield Arrow batches in offset order.
 
     Up to ``pull_concurrency`` pulls are kept in flight: the first pull learns how many messages
@@ -257,7 +263,9 @@ def read_range(admin: AdminClient, rng: QueueRange, spec: ClientSpec, puller: _P
             if nxt < off + n:
                 push_front(nxt, off + n - nxt)
             if pending_rows >= BATCH_TARGET_ROWS or pending_bytes >= BATCH_TARGET_BYTES:
-                yield decode_records_to_batch(b"".join(pending), broker_name=rng.broker_name, start_offset=rng.start, end_offset=rng.end)
+                yield decode_records_to_batch(
+                    b"".join(pending), broker_name=rng.broker_name, start_offset=rng.start, end_offset=rng.end
+                )
                 pending, pending_rows, pending_bytes = [], 0, 0
         elif status == "OFFSET_ILLEGAL":
             lo_q, hi_q = int(res.min_offset), int(res.max_offset)
@@ -290,7 +298,9 @@ def read_range(admin: AdminClient, rng: QueueRange, spec: ClientSpec, puller: _P
     for _, _, fut in inflight:
         fut.cancel()
     if pending:
-        yield decode_records_to_batch(b"".join(pending), broker_name=rng.broker_name, start_offset=rng.start, end_offset=rng.end)
+        yield decode_records_to_batch(
+            b"".join(pending), broker_name=rng.broker_name, start_offset=rng.start, end_offset=rng.end
+        )
 
 
 def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -303,7 +313,11 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return
     spec = partition.client
     admin = make_admin(spec)
-    pool = ThreadPoolExecutor(spec.pull_concurrency, thread_name_prefix="rocketmq-pull") if spec.pull_concurrency > 1 else None
+    pool = (
+        ThreadPoolExecutor(spec.pull_concurrency, thread_name_prefix="rocketmq-pull")
+        if spec.pull_concurrency > 1
+        else None
+    )
     try:
         puller = _Puller(admin, spec, pool)
         for rng in partition.ranges:
@@ -369,7 +383,13 @@ class _DriverClient:
         return {mq: int(admin.min_offset(mq)) for mq in queues}
 
 
-def _check_start(start: Offsets, mins: Mapping[MessageQueue, int], maxs: Mapping[MessageQueue, int], explicit: set[MessageQueue], fail: bool) -> Offsets:
+def _check_start(
+    start: Offsets,
+    mins: Mapping[MessageQueue, int],
+    maxs: Mapping[MessageQueue, int],
+    explicit: set[MessageQueue],
+    fail: bool,
+) -> Offsets:
     """Validate explicit start offsets against the queue bounds (data loss below min)."""
     out = dict(start)
     for mq, off in start.items():
@@ -392,7 +412,7 @@ def _check_start(start: Offsets, mins: Mapping[MessageQueue, int], maxs: Mapping
     return out
 
 
-class RocketMQBatchReader(DataSourceReader):  # type: ignore[misc]
+class RocketMQBatchReader(DataSourceReader):
     """Batch reader over ``[startingOffsets, endingOffsets)``.
 
     Args:
@@ -443,7 +463,7 @@ class RocketMQBatchReader(DataSourceReader):  # type: ignore[misc]
         return read_partition(partition)
 
 
-class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
+class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batch reader with admission control and ``Trigger.AvailableNow``.
 
     Queue handling between batches: a queue that appears later starts at offset 0 (its earliest
@@ -526,14 +546,15 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     raise DataLossError(text)
                 log.warning("data loss: %s", text)
                 begin[mq] = head
-        cls = type(limit).__name__
+        lim: Any = limit  # ReadMaxRows / ReadMinRows / ReadAllAvailable, told apart by name as Spark's own code does
+        cls = type(lim).__name__
         if cls == "ReadMaxRows":
-            end = cap_offsets(begin, heads, int(limit.max_rows))
+            end = cap_offsets(begin, heads, int(lim.max_rows))
         else:
             end = cap_offsets(begin, heads, 2**62)
             if cls == "ReadMinRows":
                 available = sum(end[mq] - begin.get(mq, 0) for mq in end)
-                if available < int(limit.min_rows):
+                if available < int(lim.min_rows):
                     return offsets_to_json(offsets_from_json(start))
         return offsets_to_json(end)
 

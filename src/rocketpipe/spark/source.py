@@ -27,7 +27,13 @@ from __future__ import annotations
 
 from typing import Final
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, DataSourceStreamWriter, DataSourceWriter
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.types import (
     BinaryType,
     IntegerType,
@@ -45,20 +51,22 @@ from .writer import make_writer
 
 #: Row schema of the source; ``read()`` yields Arrow batches of exactly
 #: ``to_arrow_schema(SCHEMA, timezone="UTC")`` (= :data:`rocketpipe.spark.decode.ARROW_SCHEMA`).
-SCHEMA: Final = StructType([
-    StructField("topic", StringType()),
-    StructField("broker_name", StringType()),
-    StructField("queue_id", IntegerType()),
-    StructField("queue_offset", LongType()),
-    StructField("msg_id", StringType()),
-    StructField("tags", StringType()),
-    StructField("keys", StringType()),
-    StructField("body", BinaryType()),
-    StructField("born_timestamp", TimestampType()),
-    StructField("store_timestamp", TimestampType()),
-    StructField("reconsume_times", IntegerType()),
-    StructField("properties", MapType(StringType(), StringType())),
-])
+SCHEMA: Final = StructType(
+    [
+        StructField("topic", StringType()),
+        StructField("broker_name", StringType()),
+        StructField("queue_id", IntegerType()),
+        StructField("queue_offset", LongType()),
+        StructField("msg_id", StringType()),
+        StructField("tags", StringType()),
+        StructField("keys", StringType()),
+        StructField("body", BinaryType()),
+        StructField("born_timestamp", TimestampType()),
+        StructField("store_timestamp", TimestampType()),
+        StructField("reconsume_times", IntegerType()),
+        StructField("properties", MapType(StringType(), StringType())),
+    ]
+)
 
 
 def _check_schema(schema: StructType) -> None:
@@ -68,7 +76,7 @@ def _check_schema(schema: StructType) -> None:
         )
 
 
-class RocketMQDataSource(DataSource):  # type: ignore[misc]
+class RocketMQDataSource(DataSource):
     """Apache RocketMQ topics as a Spark batch and streaming source and sink (``format("rocketmq")``).
 
     Options are validated when Spark asks for a reader or writer and raise

@@ -62,7 +62,7 @@ import threading
 from collections.abc import Coroutine, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Literal, TypeVar, overload
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -183,7 +183,9 @@ def plan_columns(schema: StructType, options: SinkOptions) -> ColumnPlan:
             return None
         i, dt = index[name]
         if not isinstance(dt, allowed):
-            raise SinkSchemaError(f"column {name} has type {_describe(dt)}; the rocketmq sink needs {wanted} — cast or rename it")
+            raise SinkSchemaError(
+                f"column {name} has type {_describe(dt)}; the rocketmq sink needs {wanted} — cast or rename it"
+            )
         return i
 
     if "body" not in index:
@@ -198,11 +200,13 @@ def plan_columns(schema: StructType, options: SinkOptions) -> ColumnPlan:
     keys_is_array = False
     if keys is not None and isinstance(index["keys"][1], ArrayType):
         if not isinstance(index["keys"][1].elementType, StringType):
-            raise SinkSchemaError(f"column keys has type {_describe(index['keys'][1])}; the rocketmq sink needs string or array<string>")
+            raise SinkSchemaError(
+                f"column keys has type {_describe(index['keys'][1])}; the rocketmq sink needs string or array<string>"
+            )
         keys_is_array = True
     properties = col("properties", (MapType,), "map<string,string>")
     if properties is not None:
-        mt = index["properties"][1]
+        mt: Any = index["properties"][1]  # a MapType (checked by col())
         if not (isinstance(mt.keyType, StringType) and isinstance(mt.valueType, StringType)):
             raise SinkSchemaError(
                 f"column properties has type {_describe(mt)}; the rocketmq sink needs map<string,string> — "
@@ -210,7 +214,9 @@ def plan_columns(schema: StructType, options: SinkOptions) -> ColumnPlan:
             )
     topic = col("topic", (StringType,), "string")
     if topic is None and options.topic is None:
-        raise SinkOptionError("the rocketmq sink needs a topic: pass .option('topic', 'TopicA') or add a string column 'topic'")
+        raise SinkOptionError(
+            "the rocketmq sink needs a topic: pass .option('topic', 'TopicA') or add a string column 'topic'"
+        )
     return ColumnPlan(
         body=body,
         topic=topic,
@@ -244,7 +250,7 @@ def message_id_prefix(query_id: str, batch_id: int, partition_id: int) -> str:
 
 
 @dataclass
-class RocketMQCommitMessage(WriterCommitMessage):  # type: ignore[misc]
+class RocketMQCommitMessage(WriterCommitMessage):
     """What one ``write()`` task sent (pickled to the driver's ``commit`` / ``abort``).
 
     Attributes:
@@ -472,12 +478,19 @@ class PartitionSender:
         st.requests += 1
         if result.send_status is not SendStatus.SEND_OK:
             st.not_ok += count
-            log.warning("sink send stored with status=%s queue=%s messages=%d", result.send_status.name, result.message_queue, count)
+            log.warning(
+                "sink send stored with status=%s queue=%s messages=%d",
+                result.send_status.name,
+                result.message_queue,
+                count,
+            )
         mq = result.message_queue
         name = f"{mq.topic}@{mq.broker_name}:{mq.queue_id}"
         first, end = result.queue_offset, result.queue_offset + count
         prev = st.queues.get(name)
-        st.queues[name] = (count, first, end) if prev is None else (prev[0] + count, min(prev[1], first), max(prev[2], end))
+        st.queues[name] = (
+            (count, first, end) if prev is None else (prev[0] + count, min(prev[1], first), max(prev[2], end))
+        )
 
     async def _send(self, dest: _Key, msgs: list[Message], single: bool) -> tuple[SendResult, int, int]:
         p = self._producer
@@ -566,7 +579,7 @@ class PartitionSender:
             return
         try:
             self._io.submit(self._producer.close()).result(15)
-        except Exception:  # noqa: BLE001 - closing must not hide the task's outcome
+        except Exception:
             log.debug("closing the sink producer failed", exc_info=True)
         self._io.close()
 
@@ -624,7 +637,9 @@ class _SinkWriter:
             stats = sender.finish()
         finally:
             sender.close()
-        log.info("sink task partition=%d batch=%s messages=%d requests=%d", pid, batch_id, stats.messages, stats.requests)
+        log.info(
+            "sink task partition=%d batch=%s messages=%d requests=%d", pid, batch_id, stats.messages, stats.requests
+        )
         return stats
 
 
@@ -637,22 +652,33 @@ class _BatchCommit:
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """Log what was already delivered: sent messages cannot be taken back (at-least-once)."""
         tasks, sent, failed = _totals(messages)
-        log.warning("rocketmq sink write aborted: %d messages from %d tasks were delivered already; %d tasks failed", sent, tasks, failed)
+        log.warning(
+            "rocketmq sink write aborted: %d messages from %d tasks were delivered already; %d tasks failed",
+            sent,
+            tasks,
+            failed,
+        )
 
 
 class _StreamCommit:
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803 - Spark's name
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Log the micro-batch's totals (runs on a fresh writer in Spark's sink runner; no state, no I/O)."""
         tasks, sent, _ = _totals(messages)
         log.info("rocketmq sink batch %d committed: %d messages from %d tasks", batchId, sent, tasks)
 
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803 - Spark's name
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Log what was already delivered; the replayed batch re-sends with the same msgIds."""
         tasks, sent, failed = _totals(messages)
-        log.warning("rocketmq sink batch %d aborted: %d messages from %d tasks delivered already; %d tasks failed", batchId, sent, tasks, failed)
+        log.warning(
+            "rocketmq sink batch %d aborted: %d messages from %d tasks delivered already; %d tasks failed",
+            batchId,
+            sent,
+            tasks,
+            failed,
+        )
 
 
-class RocketMQArrowWriter(_BatchCommit, _SinkWriter, DataSourceArrowWriter):  # type: ignore[misc]
+class RocketMQArrowWriter(_BatchCommit, _SinkWriter, DataSourceArrowWriter):
     """Batch sink writer fed Arrow record batches (``df.write.format("rocketmq")``; the default).
 
     Args:
@@ -670,7 +696,7 @@ class RocketMQArrowWriter(_BatchCommit, _SinkWriter, DataSourceArrowWriter):  # 
         return self._write(_arrow_chunks(iterator, self._plan))
 
 
-class RocketMQRowWriter(_BatchCommit, _SinkWriter, DataSourceWriter):  # type: ignore[misc]
+class RocketMQRowWriter(_BatchCommit, _SinkWriter, DataSourceWriter):
     """Batch sink writer fed ``Row`` objects (``writerInput=rows``; slower than Arrow)."""
 
     def write(self, iterator: Iterator[Any]) -> RocketMQCommitMessage:
@@ -678,7 +704,7 @@ class RocketMQRowWriter(_BatchCommit, _SinkWriter, DataSourceWriter):  # type: i
         return self._write(_row_chunks(iterator, self._plan))
 
 
-class RocketMQStreamArrowWriter(_StreamCommit, _SinkWriter, DataSourceStreamArrowWriter):  # type: ignore[misc]
+class RocketMQStreamArrowWriter(_StreamCommit, _SinkWriter, DataSourceStreamArrowWriter):
     """Streaming sink writer fed Arrow record batches (``df.writeStream.format("rocketmq")``; the default).
 
     Messages get deterministic msgIds (:func:`message_id_prefix`), so a replayed micro-batch
@@ -692,7 +718,7 @@ class RocketMQStreamArrowWriter(_StreamCommit, _SinkWriter, DataSourceStreamArro
         return self._write(_arrow_chunks(iterator, self._plan))
 
 
-class RocketMQStreamRowWriter(_StreamCommit, _SinkWriter, DataSourceStreamWriter):  # type: ignore[misc]
+class RocketMQStreamRowWriter(_StreamCommit, _SinkWriter, DataSourceStreamWriter):
     """Streaming sink writer fed ``Row`` objects (``writerInput=rows``)."""
 
     _streaming = True
@@ -702,7 +728,17 @@ class RocketMQStreamRowWriter(_StreamCommit, _SinkWriter, DataSourceStreamWriter
         return self._write(_row_chunks(iterator, self._plan))
 
 
-def make_writer(options: SinkOptions, schema: StructType, *, overwrite: bool, streaming: bool) -> _SinkWriter:
+@overload
+def make_writer(
+    options: SinkOptions, schema: StructType, *, overwrite: bool, streaming: Literal[False]
+) -> DataSourceWriter: ...
+@overload
+def make_writer(
+    options: SinkOptions, schema: StructType, *, overwrite: bool, streaming: Literal[True]
+) -> DataSourceStreamWriter: ...
+def make_writer(
+    options: SinkOptions, schema: StructType, *, overwrite: bool, streaming: bool
+) -> DataSourceWriter | DataSourceStreamWriter:
     """Validate ``schema`` and build the writer variant ``options.writer_input`` asks for (driver).
 
     Raises:
@@ -710,7 +746,9 @@ def make_writer(options: SinkOptions, schema: StructType, *, overwrite: bool, st
             on a batch write (messages cannot be deleted from a topic).
     """
     if overwrite and not streaming:
-        raise SinkOptionError("the rocketmq sink cannot overwrite a topic (messages are append-only); use .mode('append')")
+        raise SinkOptionError(
+            "the rocketmq sink cannot overwrite a topic (messages are append-only); use .mode('append')"
+        )
     plan = plan_columns(schema, options)
     arrow = options.writer_input == "arrow"
     if streaming:

@@ -147,17 +147,26 @@ class CleanCommitLogService:
         if used is None:
             used = self.measure()
         if used < 0:
-            self._ratelog.warning("unknown", "disk usage of %s unknown (statvfs failed); disk-full flag left as is", self._paths[0])
+            self._ratelog.warning(
+                "unknown", "disk usage of %s unknown (statvfs failed); disk-full flag left as is", self._paths[0]
+            )
             return self.store.disk_full
         if used > self._warning:
             if not self.store.set_disk_full(True):
                 log.error(
                     "disk full: %s used %.0f%% (over disk_space_warning_level_ratio %.0f%%), puts refused",
-                    self._paths[0], used * 100, self._warning * 100,
+                    self._paths[0],
+                    used * 100,
+                    self._warning * 100,
                 )
             return True
         if self.store.set_disk_full(False):
-            log.info("disk space OK: %s used %.0f%% (at most %.0f%%), puts accepted again", self._paths[0], used * 100, self._warning * 100)
+            log.info(
+                "disk space OK: %s used %.0f%% (at most %.0f%%), puts accepted again",
+                self._paths[0],
+                used * 100,
+                self._warning * 100,
+            )
         return False
 
     # ------------------------------------------------------------------ cleaning
@@ -220,11 +229,15 @@ class CleanCommitLogService:
             if deleted:
                 log.info(
                     "commit-log clean deleted %d file(s) reason=%s used=%.0f%% min_offset=%d",
-                    deleted, plan.reason, plan.used_ratio * 100, self.store.get_min_phy_offset(),
+                    deleted,
+                    plan.reason,
+                    plan.used_ratio * 100,
+                    self.store.get_min_phy_offset(),
                 )
             elif plan.usage_exceeds:
                 self._ratelog.warning(
-                    "nothing", "disk used %.0f%% but no commit-log file could be deleted (all unexpired or being written)",
+                    "nothing",
+                    "disk used %.0f%% but no commit-log file could be deleted (all unexpired or being written)",
                     plan.used_ratio * 100,
                 )
 

@@ -205,8 +205,11 @@ class CommitLog:
             self.damaged[offset] = reason
             self.damaged_bytes += length
         self._warn.warning(
-            "damaged-record", "commitlog damaged record at offset=%d (%s) not served; damaged records so far=%d",
-            offset, reason, len(self.damaged),
+            "damaged-record",
+            "commitlog damaged record at offset=%d (%s) not served; damaged records so far=%d",
+            offset,
+            reason,
+            len(self.damaged),
         )
 
     def look(self, offset: int) -> MessageExt | None:
@@ -307,7 +310,13 @@ class CommitLog:
             seg = segs[idx]
             skipped = seg.start + nrel - end
             self.note_damage(end, f"{reason}; skipped {skipped} bytes to the next good record", skipped)
-            log.warning("commitlog damaged range offset=%d length=%d (%s) skipped; resumed at offset=%d", end, skipped, reason, end + skipped)
+            log.warning(
+                "commitlog damaged range offset=%d length=%d (%s) skipped; resumed at offset=%d",
+                end,
+                skipped,
+                reason,
+                end + skipped,
+            )
             end += skipped
         return end
 
@@ -372,7 +381,9 @@ class CommitLog:
         if scan_from > segs[-1].end or scan_from < segs[0].start:
             log.error(
                 "commitlog checkpoint offset=%d is outside the files [%d, %d); recovering from the last segment",
-                scan_from, segs[0].start, segs[-1].end,
+                scan_from,
+                segs[0].start,
+                segs[-1].end,
             )
             scan_from = segs[-1].start
         end = self.scan(scan_from, check_crc, dispatch) if scan_from < segs[-1].end else scan_from
@@ -384,4 +395,3 @@ class CommitLog:
     def close(self) -> None:
         """Unmap the segments."""
         self.files.close()
-

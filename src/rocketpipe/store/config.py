@@ -178,13 +178,17 @@ class StoreConfig:
         if self.flush_commit_log_least_pages < 0:
             raise InvalidArgumentError("flush_commit_log_least_pages must be >= 0")
         if self.delete_commit_log_files_interval < 0 or self.destroy_mapped_file_interval_forcibly < 0:
-            raise InvalidArgumentError("delete_commit_log_files_interval and destroy_mapped_file_interval_forcibly must be >= 0")
+            raise InvalidArgumentError(
+                "delete_commit_log_files_interval and destroy_mapped_file_interval_forcibly must be >= 0"
+            )
         for name in ("disk_max_used_space_ratio", "disk_space_warning_level_ratio", "disk_space_clean_forcibly_ratio"):
             if not 0 < getattr(self, name) <= 100:
                 raise InvalidArgumentError(f"{name} is a percent in 1..100, not {getattr(self, name)}")
         for hour in self.delete_when.split(";"):
             if not hour.strip().isdigit() or not 0 <= int(hour) <= 23:
-                raise InvalidArgumentError(f"delete_when must be hours 0..23 separated by ';', like '04' or '01;04', not {self.delete_when!r}")
+                raise InvalidArgumentError(
+                    f"delete_when must be hours 0..23 separated by ';', like '04' or '01;04', not {self.delete_when!r}"
+                )
         parse_delay_levels(self.message_delay_level)
 
     @property

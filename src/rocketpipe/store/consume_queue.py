@@ -40,7 +40,7 @@ class ConsumeQueue:
         file_size: bytes per segment (multiple of 20).
     """
 
-    __slots__ = ("topic", "queue_id", "files", "write_pos", "_unit_per_file", "_min_logic")
+    __slots__ = ("_min_logic", "_unit_per_file", "files", "queue_id", "topic", "write_pos")
 
     def __init__(self, topic: str, queue_id: int, directory: Path, file_size: int) -> None:
         self.topic = topic
@@ -195,7 +195,9 @@ class ConsumeQueue:
     def fill_blanks_to(self, offset: int) -> None:
         """Append blank entries until ``max_offset == offset`` (gap after lost entries)."""
         if offset > self.max_offset:
-            log.warning("topic=%s queue=%d filling %d blank entries", self.topic, self.queue_id, offset - self.max_offset)
+            log.warning(
+                "topic=%s queue=%d filling %d blank entries", self.topic, self.queue_id, offset - self.max_offset
+            )
         while self.max_offset < offset:
             self.append(0, BLANK_ENTRY_SIZE, 0)
 
@@ -251,11 +253,11 @@ class ConsumeQueue:
         n = seg.size // CQ_STORE_UNIT_SIZE
         view = seg.view
         if thorough:
-            count = 0
-            for _phys, size, _code in _ENTRY.iter_unpack(view):
+            count = n
+            for at, (_phys, size, _code) in enumerate(_ENTRY.iter_unpack(view)):
                 if size <= 0:
+                    count = at
                     break
-                count += 1
         else:
             lo, hi = 0, n  # first index whose size <= 0
             while lo < hi:

@@ -37,4 +37,7 @@ def disk_util(root_dir: str | Path) -> str:
     """
     root = Path(root_dir)
     parts = (("CL", "commitlog"), ("CQ", "consumequeue"), ("INDEX", "index"))
-    return " ".join(f"{name}: {disk_partition_used_ratio(root / sub if (root / sub).exists() else root):5.2f}" for name, sub in parts)
+    return " ".join(
+        f"{name}: {disk_partition_used_ratio(root / sub if (root / sub).exists() else root):5.2f}"
+        for name, sub in parts
+    )

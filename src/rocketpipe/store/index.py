@@ -122,7 +122,9 @@ class KeyIndex:
         rebuilt_records: keyed messages re-indexed from the commit log by the last :meth:`load`.
     """
 
-    def __init__(self, directory: Path, max_hash_slot_num: int = MAX_HASH_SLOT_NUM, max_index_num: int = MAX_INDEX_NUM) -> None:
+    def __init__(
+        self, directory: Path, max_hash_slot_num: int = MAX_HASH_SLOT_NUM, max_index_num: int = MAX_INDEX_NUM
+    ) -> None:
         if directory.name == LEGACY_DIR:
             directory = directory.parent / INDEX_DIR
         if max_hash_slot_num <= 0 or max_index_num <= 1:
@@ -251,8 +253,11 @@ class KeyIndex:
         if last is not None and name <= last.name:  # same millisecond, or the clock went back
             name = f"{int(last.name) + 1:017d}"
         f = IndexFile.create(
-            self.directory / name, self.max_hash_slot_num, self.max_index_num,
-            last.end_phy_offset if last is not None else 0, last.end_timestamp if last is not None else 0,
+            self.directory / name,
+            self.max_hash_slot_num,
+            self.max_index_num,
+            last.end_phy_offset if last is not None else 0,
+            last.end_timestamp if last is not None else 0,
         )
         with self._files_lock:
             files.append(f)
@@ -283,7 +288,9 @@ class KeyIndex:
 
     # ------------------------------------------------------------------ lookup
 
-    def lookup(self, topic: str, key: str, max_num: int = MAX_OFFSETS_PER_KEY, begin_ts: int = 0, end_ts: int = _FOREVER) -> list[int]:
+    def lookup(
+        self, topic: str, key: str, max_num: int = MAX_OFFSETS_PER_KEY, begin_ts: int = 0, end_ts: int = _FOREVER
+    ) -> list[int]:
         """Commit-log offsets indexed under ``topic#key``, oldest first (``queryOffset``).
 
         The newest ``max_num`` candidates are kept. Entries in the files are matched by hash and
@@ -345,8 +352,14 @@ class KeyIndex:
             for f in victims:
                 f.destroy()
         if victims:
-            log.info("index %s: deleted %d files below commitlog offset %d (%s .. %s)",
-                     self.directory, len(victims), min_phy_offset, victims[0].name, victims[-1].name)
+            log.info(
+                "index %s: deleted %d files below commitlog offset %d (%s .. %s)",
+                self.directory,
+                len(victims),
+                min_phy_offset,
+                victims[0].name,
+                victims[-1].name,
+            )
         return len(victims)
 
     # ------------------------------------------------------------------ recovery
@@ -390,14 +403,21 @@ class KeyIndex:
                 f = IndexFile.open(self.directory / name, self.max_hash_slot_num, self.max_index_num)
                 if files and f.begin_phy_offset < files[-1].end_phy_offset:
                     f.close()
-                    raise IndexFileError(f"begins at phy offset {f.begin_phy_offset}, before the end "
-                                         f"{files[-1].end_phy_offset} of {files[-1].name}")
+                    raise IndexFileError(
+                        f"begins at phy offset {f.begin_phy_offset}, before the end "
+                        f"{files[-1].end_phy_offset} of {files[-1].name}"
+                    )
             except IndexFileError as exc:
                 for later in names[i:]:
                     (self.directory / later).unlink(missing_ok=True)
-                log.warning("index file %s is damaged (%s): deleted it and %d later files; re-indexing the commit "
-                            "log from offset %d", self.directory / name, exc, len(names) - i - 1,
-                            files[-1].end_phy_offset if files else 0)
+                log.warning(
+                    "index file %s is damaged (%s): deleted it and %d later files; re-indexing the commit "
+                    "log from offset %d",
+                    self.directory / name,
+                    exc,
+                    len(names) - i - 1,
+                    files[-1].end_phy_offset if files else 0,
+                )
                 break
             files.append(f)
         if files:
@@ -418,8 +438,13 @@ class KeyIndex:
             else:
                 break
         if dropped or deleted:
-            log.warning("index %s: dropped %d entries at or past the commitlog end %d (%d files deleted)",
-                        self.directory, dropped, end, deleted)
+            log.warning(
+                "index %s: dropped %d entries at or past the commitlog end %d (%d files deleted)",
+                self.directory,
+                dropped,
+                end,
+                deleted,
+            )
 
     def _processed_through(self) -> int:
         """Commit-log offset of the last message the files account for; -1 for none."""
@@ -454,9 +479,16 @@ class KeyIndex:
                 pending = self._pending
         self._write_rebuilt()
         if why or self.rebuilt_records or commit_log_end - max(start, 0) > 4 * 1024 * 1024:
-            log.log(logging.WARNING if why else logging.INFO, "index %s: re-indexed %d messages from commitlog offset %d to %d in %.1f s%s",
-                    self.directory, self.rebuilt_records, max(start, 0), commit_log_end, time.monotonic() - t0,
-                    f" ({why})" if why else "")
+            log.log(
+                logging.WARNING if why else logging.INFO,
+                "index %s: re-indexed %d messages from commitlog offset %d to %d in %.1f s%s",
+                self.directory,
+                self.rebuilt_records,
+                max(start, 0),
+                commit_log_end,
+                time.monotonic() - t0,
+                f" ({why})" if why else "",
+            )
 
     def _add_missing(self, topic: str, props: dict[str, str] | str, offset: int, sys_flag: int, ts: int) -> None:
         self._seen = offset
@@ -519,4 +551,3 @@ def _property(props: str, key: str) -> str | None:
     start = i + len(needle)
     j = props.find("\x02", start)
     return props[start : j if j >= 0 else len(props)] or None
-

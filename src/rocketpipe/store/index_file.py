@@ -98,15 +98,29 @@ class IndexFile:
         self._allocated = 0  # entry area reserved up to this byte
         self._slot_blocks = bytearray((hash_slot_num * HASH_SLOT_SIZE + SLOT_BLOCK - 1) // SLOT_BLOCK)  # 1 = reserved
         self.dirty = False
-        (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
-         self.hash_slot_count, self.index_count) = _HEADER.unpack_from(mm, 0)
+        self.begin_timestamp: int
+        self.end_timestamp: int
+        self.begin_phy_offset: int
+        self.end_phy_offset: int
+        self.hash_slot_count: int
+        self.index_count: int
+        (
+            self.begin_timestamp,
+            self.end_timestamp,
+            self.begin_phy_offset,
+            self.end_phy_offset,
+            self.hash_slot_count,
+            self.index_count,
+        ) = _HEADER.unpack_from(mm, 0)
         if self.index_count <= 0:  # IndexHeader.load
             self.index_count = 1
 
     # ------------------------------------------------------------------ open / create
 
     @classmethod
-    def create(cls, path: Path, hash_slot_num: int, index_num: int, end_phy_offset: int, end_timestamp: int) -> IndexFile:
+    def create(
+        cls, path: Path, hash_slot_num: int, index_num: int, end_phy_offset: int, end_timestamp: int
+    ) -> IndexFile:
         """Create ``path`` (must not exist) continuing at ``end_phy_offset``/``end_timestamp``.
 
         Raises:
@@ -144,7 +158,9 @@ class IndexFile:
         try:
             actual = os.fstat(fd).st_size
             if actual != size:
-                raise IndexFileError(f"size {actual} bytes, expected {size} for {hash_slot_num} slots and {index_num} entries")
+                raise IndexFileError(
+                    f"size {actual} bytes, expected {size} for {hash_slot_num} slots and {index_num} entries"
+                )
             mm = mmap.mmap(fd, size)
         except BaseException:
             os.close(fd)
@@ -171,7 +187,11 @@ class IndexFile:
         if n > 1:
             first = self.entry(1)
             last = self.entry(n - 1)
-            if first[1] != self.begin_phy_offset or not first[1] <= last[1] <= self.end_phy_offset or last == (0, 0, 0, 0):
+            if (
+                first[1] != self.begin_phy_offset
+                or not first[1] <= last[1] <= self.end_phy_offset
+                or last == (0, 0, 0, 0)
+            ):
                 raise IndexFileError(
                     f"entries 1..{n - 1} span phy offsets {first[1]}..{last[1]}, header says "
                     f"{self.begin_phy_offset}..{self.end_phy_offset}"
@@ -191,8 +211,16 @@ class IndexFile:
 
     def save_header(self) -> None:
         """Write the in-memory header fields into the mapping."""
-        _HEADER.pack_into(self._mm, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
-                          self.end_phy_offset, self.hash_slot_count, self.index_count)
+        _HEADER.pack_into(
+            self._mm,
+            0,
+            self.begin_timestamp,
+            self.end_timestamp,
+            self.begin_phy_offset,
+            self.end_phy_offset,
+            self.hash_slot_count,
+            self.index_count,
+        )
         self.dirty = True
 
     def set_end_phy_offset(self, offset: int) -> None:
@@ -281,7 +309,7 @@ class IndexFile:
 
     def entry(self, pos: int) -> tuple[int, int, int, int]:
         """``(keyHash, phyOffset, timeDiff, prevIndex)`` at ``pos``."""
-        return _ENTRY.unpack_from(self._mm, self._entries_at + pos * INDEX_SIZE)  # type: ignore[return-value]
+        return _ENTRY.unpack_from(self._mm, self._entries_at + pos * INDEX_SIZE)
 
     def is_time_matched(self, begin: int, end: int) -> bool:
         """The file's time span overlaps ``[begin, end]`` ms (``isTimeMatched``)."""

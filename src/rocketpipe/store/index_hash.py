@@ -71,7 +71,7 @@ def index_key_hashes(keys: Sequence[str]) -> list[int]:
             for i in idx:
                 out[i] = index_key_hash(keys[i])
             continue
-        for i, h in zip(idx, _lane_hashes([keys[i] for i in idx], n)):
+        for i, h in zip(idx, _lane_hashes([keys[i] for i in idx], n), strict=False):
             out[i] = h
     return out
 

@@ -20,7 +20,6 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from types import TracebackType
 from typing import Final
 
@@ -35,7 +34,6 @@ from ..protocol.message import (
     MessageExt,
     create_offset_msg_id,
     encode_record,
-    string_to_properties,
     tag_code,
 )
 from ..protocol.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
@@ -93,7 +91,9 @@ class MessageStore:
         self._tag_codes: dict[str, int] = {}  # TAGS value -> tags code (bounded memo)
         #: key index (``index/``, Java's IndexService) behind :meth:`query_message`; None when disabled
         self.index: KeyIndex | None = (
-            KeyIndex(root / "index", config.max_hash_slot_num, config.max_index_num) if config.message_index_enable else None
+            KeyIndex(root / "index", config.max_hash_slot_num, config.max_index_num)
+            if config.message_index_enable
+            else None
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -251,7 +251,12 @@ class MessageStore:
             cq.fill_blanks_to(manifest.get(topic, {}).get(qid, 0))  # damaged last records: never rewind
             log.warning(
                 "consume queue topic=%s queue=%d rebuilt from the commit log: %d entries, offsets [%d, %d) (%s)",
-                topic, qid, counts[(topic, qid)], self.get_min_offset(topic, qid), self.get_max_offset(topic, qid), reason,
+                topic,
+                qid,
+                counts[(topic, qid)],
+                self.get_min_offset(topic, qid),
+                self.get_max_offset(topic, qid),
+                reason,
             )
         log.warning("rebuilt %d consume queues in %.1f s", len(targets), time.monotonic() - started)
 
@@ -263,7 +268,9 @@ class MessageStore:
         except FileNotFoundError:
             return {}
         except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError) as exc:
-            log.warning("file=%s unreadable (%s); consume queues checked against the commit log only", self._manifest_path, exc)
+            log.warning(
+                "file=%s unreadable (%s); consume queues checked against the commit log only", self._manifest_path, exc
+            )
             return {}
 
     def _write_manifest(self) -> None:
@@ -289,7 +296,9 @@ class MessageStore:
             for cq in queues.values():
                 n = cq.truncate_beyond(end)
                 if n:
-                    log.warning("topic=%s queue=%d dropped %d entries beyond commitlog end=%d", cq.topic, cq.queue_id, n, end)
+                    log.warning(
+                        "topic=%s queue=%d dropped %d entries beyond commitlog end=%d", cq.topic, cq.queue_id, n, end
+                    )
         if self._checkpoint.master_flushed_offset > end:
             self._checkpoint.master_flushed_offset = end
 
@@ -330,7 +339,9 @@ class MessageStore:
                 log.error(
                     "store root=%s final flush failed (%s); the abort marker stays and the next start recovers "
                     "from the checkpoint at offset %d",
-                    self.config.root_dir, exc, self._checkpoint.master_flushed_offset,
+                    self.config.root_dir,
+                    exc,
+                    self._checkpoint.master_flushed_offset,
                 )
             else:
                 self._abort_path.unlink(missing_ok=True)
@@ -354,7 +365,9 @@ class MessageStore:
         return q.get(queue_id) if q is not None else None
 
     def _new_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        cq = ConsumeQueue(topic, queue_id, self._cq_root / topic / str(queue_id), self.config.mapped_file_size_consume_queue)
+        cq = ConsumeQueue(
+            topic, queue_id, self._cq_root / topic / str(queue_id), self.config.mapped_file_size_consume_queue
+        )
         self._queues.setdefault(topic, {})[queue_id] = cq
         return cq
 
@@ -377,7 +390,11 @@ class MessageStore:
             raise InvalidArgumentError("put_messages needs at least one message")
         topic, qid = msgs[0].topic, msgs[0].queue_id
         tlen = len(topic.encode())
-        if tlen == 0 or tlen > 255 or (tlen > 127 and not topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX))):
+        if (
+            tlen == 0
+            or tlen > 255
+            or (tlen > 127 and not topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)))
+        ):
             return PutStatus.MESSAGE_ILLEGAL
         if topic in (".", "..") or "/" in topic or "\x00" in topic or "\\" in topic:
             return PutStatus.MESSAGE_ILLEGAL  # would escape consumequeue/<topic>/
@@ -414,7 +431,9 @@ class MessageStore:
         if not self._loaded or self._closed:
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE)
         if self._disk_full:
-            self._disk_full_warn.warning("put-refused", "put refused: the store's disk is full (root=%s)", self.config.root_dir)
+            self._disk_full_warn.warning(
+                "put-refused", "put refused: the store's disk is full (root=%s)", self.config.root_dir
+            )
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE)
         bad = self._check(msgs)
         if bad is not None:
@@ -480,7 +499,7 @@ class MessageStore:
             ids: list[str] = []
             entries: list[tuple[int, int, int]] = []
             index = self.index
-            for rec, dispatch, code, m in zip(records, dispatched, tags, msgs):
+            for rec, dispatch, code, m in zip(records, dispatched, tags, msgs, strict=False):
                 n = len(rec)
                 if index is not None:
                     index.add(topic, m.properties, phys, m.sys_flag, now)
@@ -510,7 +529,11 @@ class MessageStore:
         """A store file could not be created: disk full → SERVICE_NOT_AVAILABLE, else CREATE_MAPPED_FILE_FAILED."""
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             if not self.set_disk_full(True):
-                log.error("store root=%s disk full: cannot allocate a file (%s); puts refused until space returns", self.config.root_dir, exc)
+                log.error(
+                    "store root=%s disk full: cannot allocate a file (%s); puts refused until space returns",
+                    self.config.root_dir,
+                    exc,
+                )
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE)
         log.error("topic=%s queue=%d cannot create a store file: %s", topic, qid, exc)
         return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED)
@@ -583,7 +606,12 @@ class MessageStore:
             index_files = delete_expired(min_phy)
         log.info(
             "deleted commit-log file=%s [%d, %d); min offset now %d; %d consume-queue and %d index files deleted",
-            seg.path.name, seg.start, seg.end, min_phy, cq_files, index_files,
+            seg.path.name,
+            seg.start,
+            seg.end,
+            min_phy,
+            cq_files,
+            index_files,
         )
         return True
 
@@ -657,7 +685,9 @@ class MessageStore:
                 try:
                     index.write(*index_batch, force=force_checkpoint)
                 except OSError as exc:  # the key index lags (it catches up from the commit log on load)
-                    self._disk_full_warn.error("index-write", "key index write failed (%s); queries by key may miss the newest messages", exc)
+                    self._disk_full_warn.error(
+                        "index-write", "key index write failed (%s); queries by key may miss the newest messages", exc
+                    )
             cp = self._checkpoint
             if force_checkpoint or cp.master_flushed_offset != flushed:
                 cp.physic_msg_timestamp = cp.logics_msg_timestamp = ts

@@ -31,7 +31,9 @@ _I64: Final = struct.Struct(">q")
 _V6_BOTH: Final = sf.BORNHOST_V6_FLAG | sf.STOREHOST_V6_FLAG
 
 
-def check_record(buf: memoryview | bytes, pos: int, offset: int, size: int = -1, *, check_crc: bool = True) -> str | None:
+def check_record(
+    buf: memoryview | bytes, pos: int, offset: int, size: int = -1, *, check_crc: bool = True
+) -> str | None:
     """Check the record at ``buf[pos:]`` that should sit at commit-log ``offset``.
 
     Args:

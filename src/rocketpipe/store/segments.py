@@ -68,7 +68,7 @@ class Segment:
         view: writable memoryview of the whole mapping.
     """
 
-    __slots__ = ("path", "start", "size", "found_length", "_mm", "view")
+    __slots__ = ("_mm", "found_length", "path", "size", "start", "view")
 
     def __init__(self, path: Path, start: int, size: int) -> None:
         """Open (creating or zero-extending to ``size``) and map ``path``.
@@ -202,14 +202,18 @@ class SegmentedFile:
         """
         if not self.directory.is_dir():
             return
-        names = sorted(p.name for p in self.directory.iterdir() if p.is_file() and len(p.name) == 20 and p.name.isdigit())
+        names = sorted(
+            p.name for p in self.directory.iterdir() if p.is_file() and len(p.name) == 20 and p.name.isdigit()
+        )
         for name in names:
             start = int(name)
             if start % self.segment_size:
                 raise StoreFileError(f"{self.directory / name} does not start on a {self.segment_size}-byte boundary")
             if self.segments and start != self.segments[-1].end:
                 missing = (start - self.segments[-1].end) // self.segment_size
-                self.damage.append(f"{missing} file(s) missing before {name}; {len(names) - names.index(name)} later file(s) not loaded")
+                self.damage.append(
+                    f"{missing} file(s) missing before {name}; {len(names) - names.index(name)} later file(s) not loaded"
+                )
                 break
             seg = Segment(self.directory / name, start, self.segment_size)
             if seg.found_length < self.segment_size:

@@ -93,7 +93,9 @@ def _cache_dir() -> Path:
     return Path(base) / "rocketpipe" / "interop"
 
 
-def resolve_classpath(version: str, pom: Path = SERVER_POM, *, timeout: float = 900.0, props: dict[str, str] | None = None) -> list[str]:
+def resolve_classpath(
+    version: str, pom: Path = SERVER_POM, *, timeout: float = 900.0, props: dict[str, str] | None = None
+) -> list[str]:
     """The jars of ``pom`` with ``-Drocketmq.version=version`` (and ``props``), resolved by Maven.
 
     Runs ``mvn -B -q [-o] -f pom dependency:build-classpath`` — offline first (everything is
@@ -119,7 +121,17 @@ def resolve_classpath(version: str, pom: Path = SERVER_POM, *, timeout: float = 
     defines = [f"-D{k}={v}" for k, v in all_props.items()]
     errors = ""
     for offline in (True, False):
-        cmd = [mvn, "-B", "-q", *(["-o"] if offline else []), "-f", str(pom), *defines, "dependency:build-classpath", f"-Dmdep.outputFile={out}"]
+        cmd = [
+            mvn,
+            "-B",
+            "-q",
+            *(["-o"] if offline else []),
+            "-f",
+            str(pom),
+            *defines,
+            "dependency:build-classpath",
+            f"-Dmdep.outputFile={out}",
+        ]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired as exc:
@@ -174,7 +186,9 @@ def remoting_request(addr: str, code: int, ext: dict[str, str] | None = None, ti
     tests' independent checks do not depend on the code they test.
     """
     host, port = addr.rsplit(":", 1)
-    header = json.dumps({"code": code, "language": "JAVA", "version": 401, "opaque": 1, "flag": 0, "extFields": ext or {}}).encode()
+    header = json.dumps(
+        {"code": code, "language": "JAVA", "version": 401, "opaque": 1, "flag": 0, "extFields": ext or {}}
+    ).encode()
     frame = struct.pack(">II", 4 + len(header), len(header)) + header
     with socket.create_connection((host, int(port)), timeout=timeout) as s:
         s.sendall(frame)
@@ -187,7 +201,9 @@ def remoting_request(addr: str, code: int, ext: dict[str, str] | None = None, ti
     total = struct.unpack(">I", buf[:4])[0]
     hlen = struct.unpack(">I", buf[4:8])[0] & 0xFFFFFF
     reply = json.loads(buf[8 : 8 + hlen])
-    return RemotingReply(int(reply["code"]), reply.get("remark"), dict(reply.get("extFields") or {}), buf[8 + hlen : 4 + total])
+    return RemotingReply(
+        int(reply["code"]), reply.get("remark"), dict(reply.get("extFields") or {}), buf[8 + hlen : 4 + total]
+    )
 
 
 def _port_open(port: int) -> bool:
@@ -232,19 +248,43 @@ class JavaProcess:
             self.popen.wait(10)
 
 
-def java_command(classpath: Sequence[str], main: str, *args: str, jvm_opts: Sequence[str] = JVM_OPTS, props: dict[str, str] | None = None) -> list[str]:
+def java_command(
+    classpath: Sequence[str],
+    main: str,
+    *args: str,
+    jvm_opts: Sequence[str] = JVM_OPTS,
+    props: dict[str, str] | None = None,
+) -> list[str]:
     """``java <jvm_opts> -D... -cp <classpath> main args``."""
     java = shutil.which("java")
     if java is None:
         raise ApacheUnavailableError("java is not on PATH")
-    return [java, *jvm_opts, *(f"-D{k}={v}" for k, v in (props or {}).items()), "-cp", os.pathsep.join(classpath), main, *args]
+    return [
+        java,
+        *jvm_opts,
+        *(f"-D{k}={v}" for k, v in (props or {}).items()),
+        "-cp",
+        os.pathsep.join(classpath),
+        main,
+        *args,
+    ]
 
 
-def start_java(name: str, cmd: Sequence[str], log: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> JavaProcess:
+def start_java(
+    name: str, cmd: Sequence[str], log: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> JavaProcess:
     """Start ``cmd`` in its own session (so that :meth:`JavaProcess.stop` reaches all of it)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as out:
-        popen = subprocess.Popen(list(cmd), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True)
+        popen = subprocess.Popen(
+            list(cmd),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
     return JavaProcess(name, popen, log)
 
 
@@ -291,7 +331,11 @@ class ApacheCluster:
 
 
 def _java_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS"))
+    }
     env["ROCKETMQ_HOME"] = str(home)
     return env
 
@@ -314,12 +358,18 @@ def prepare_home(home: Path) -> None:
         (conf / f"logback_{name}.xml").write_text(_LOGBACK.format(log=home / "logs" / f"{name}.log"))
 
 
-def run_mqadmin(classpath: Sequence[str], *args: str, home: Path, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+def run_mqadmin(
+    classpath: Sequence[str], *args: str, home: Path, timeout: float = 60.0
+) -> subprocess.CompletedProcess[str]:
     """``org.apache.rocketmq.tools.command.MQAdminStartup args`` with a bounded run time."""
     prepare_home(home)
     opts = ("-Xms64m", "-Xmx128m", *JVM_OPTS[3:])
-    cmd = java_command(classpath, "org.apache.rocketmq.tools.command.MQAdminStartup", *args, jvm_opts=opts, props=_home_props(home))
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_java_env(home), cwd=home, check=False)
+    cmd = java_command(
+        classpath, "org.apache.rocketmq.tools.command.MQAdminStartup", *args, jvm_opts=opts, props=_home_props(home)
+    )
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, env=_java_env(home), cwd=home, check=False
+    )
 
 
 def _broker_conf(version: str, home: Path, namesrv_addr: str, port: int, extra: dict[str, str]) -> str:
@@ -374,7 +424,9 @@ def _wait(what: str, proc: JavaProcess, ready: Callable[[], bool], deadline: flo
         except OSError:
             pass
         if not proc.alive():
-            raise ApacheUnavailableError(f"{proc.name} exited with {proc.popen.returncode} before {what}:\n{proc.tail()}")
+            raise ApacheUnavailableError(
+                f"{proc.name} exited with {proc.popen.returncode} before {what}:\n{proc.tail()}"
+            )
         if time.monotonic() > deadline:
             raise ApacheUnavailableError(f"timed out waiting for {what}:\n{proc.tail()}")
         time.sleep(0.2)
@@ -415,7 +467,15 @@ def start_apache_cluster(
     (home / "namesrv.conf").write_text(f"listenPort={ns_port}\nbindAddress=127.0.0.1\nrocketmqHome={home}\n")
     cluster = ApacheCluster(version, ns_addr, "", cp, home)
     try:
-        ns = start_java("namesrv", java_command(cp, "org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(home / "namesrv.conf"), props=props), home / "logs" / "namesrv.out", env, home)
+        ns = start_java(
+            "namesrv",
+            java_command(
+                cp, "org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(home / "namesrv.conf"), props=props
+            ),
+            home / "logs" / "namesrv.out",
+            env,
+            home,
+        )
         cluster.processes.append(ns)
         _wait(f"the name server on {ns_addr}", ns, lambda: remoting_request(ns_addr, 106).code == 0, deadline)
 
@@ -423,7 +483,20 @@ def start_apache_cluster(
         port = _free_port_block((-2, 0, 1))
         cluster.broker_addr = f"127.0.0.1:{port}"
         (home / "broker.conf").write_text(_broker_conf(version, home, ns_addr, port, broker_conf or {}))
-        broker = start_java("broker", java_command(cp, "org.apache.rocketmq.broker.BrokerStartup", "-c", str(home / "broker.conf"), jvm_opts=broker_jvm_opts, props=props), home / "logs" / "broker.out", env, home)
+        broker = start_java(
+            "broker",
+            java_command(
+                cp,
+                "org.apache.rocketmq.broker.BrokerStartup",
+                "-c",
+                str(home / "broker.conf"),
+                jvm_opts=broker_jvm_opts,
+                props=props,
+            ),
+            home / "logs" / "broker.out",
+            env,
+            home,
+        )
         cluster.processes.append(broker)
 
         def registered() -> bool:

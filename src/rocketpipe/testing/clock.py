@@ -30,7 +30,7 @@ class FakeClock:
         """
         if seconds < 0:
             raise ValueError("a FakeClock only moves forward")
-        self._now += int(round(seconds * 1000))
+        self._now += round(seconds * 1000)
         return self._now
 
     def set(self, now_ms: int) -> None:

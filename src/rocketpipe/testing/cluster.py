@@ -36,7 +36,9 @@ class LocalCluster:
 
 
 @asynccontextmanager
-async def local_cluster(store_dir: Path, *, clock: Clock = SYSTEM_CLOCK, **broker_overrides: Any) -> AsyncIterator[LocalCluster]:
+async def local_cluster(
+    store_dir: Path, *, clock: Clock = SYSTEM_CLOCK, **broker_overrides: Any
+) -> AsyncIterator[LocalCluster]:
     """Start a name server and one broker registered with it.
 
     Args:

@@ -17,4 +17,14 @@ from .pool import ConnectionPool
 from .router import DEFER, Handler, InlineHandler, Router
 from .server import RemotingServer
 
-__all__ = ["DEFER", "Connection", "ConnectionPool", "Handler", "InlineHandler", "RemotingServer", "Router", "ServerLimits", "parse_address"]
+__all__ = [
+    "DEFER",
+    "Connection",
+    "ConnectionPool",
+    "Handler",
+    "InlineHandler",
+    "RemotingServer",
+    "Router",
+    "ServerLimits",
+    "parse_address",
+]

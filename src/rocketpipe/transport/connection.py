@@ -172,9 +172,7 @@ class Connection:
     # ------------------------------------------------------------------ lifecycle
 
     @classmethod
-    async def connect(
-        cls, addr: str, *, router: Router | None = None, connect_timeout: float = 3.0
-    ) -> Connection:
+    async def connect(cls, addr: str, *, router: Router | None = None, connect_timeout: float = 3.0) -> Connection:
         """Open a TCP connection to ``addr`` and start its reader task.
 
         Mirrors ``NettyRemotingClient.createChannel`` (connect timeout 3 s by default).
@@ -196,9 +194,7 @@ class Connection:
             async with asyncio.timeout(connect_timeout):
                 reader, writer = await asyncio.open_connection(host, port, limit=_STREAM_LIMIT)
         except TimeoutError:
-            raise ConnectionClosedError(
-                f"connect to {addr} timed out after {connect_timeout}s"
-            ) from None
+            raise ConnectionClosedError(f"connect to {addr} timed out after {connect_timeout}s") from None
         except OSError as err:
             raise ConnectionClosedError(f"connect to {addr} failed: {err}") from err
         conn = cls(reader, writer, router=router)
@@ -319,8 +315,7 @@ class Connection:
         except (_Expired, TimeoutError):
             self._abandon(opaque)
             raise RequestTimeoutError(
-                f"no response within {timeout}s remote={self.remote_address} "
-                f"code={cmd.code} opaque={opaque}"
+                f"no response within {timeout}s remote={self.remote_address} code={cmd.code} opaque={opaque}"
             ) from None
         finally:
             if pending.get(opaque) is fut:
@@ -388,7 +383,8 @@ class Connection:
         if self._closed:
             log.debug(
                 "response dropped, connection closed remote=%s opaque=%d",
-                self.remote_address, cmd.opaque,
+                self.remote_address,
+                cmd.opaque,
             )
             return
         cmd.flag |= FLAG_RESPONSE
@@ -406,9 +402,7 @@ class Connection:
         try:
             await self._writer.drain()
         except OSError as err:
-            raise ConnectionClosedError(
-                f"connection to {self.remote_address} lost: {err}"
-            ) from err
+            raise ConnectionClosedError(f"connection to {self.remote_address} lost: {err}") from err
 
     # ------------------------------------------------------------------ writing
 
@@ -471,7 +465,7 @@ class Connection:
                 while True:
                     try:
                         cmd = decoder.next()
-                    except Exception as err:  # noqa: BLE001 - ProtocolError or a decoder bug
+                    except Exception as err:
                         reason = f"malformed frame: {err}"
                         abort = True
                         self._warn(
@@ -492,7 +486,10 @@ class Connection:
                             break
                 # Inline handlers answer from this loop: stop reading while the peer does not
                 # take our responses (the back-pressure their tasks would otherwise apply).
-                if self._inline_answered and self._transport.get_write_buffer_size() + self._out_bytes > self._high_water:
+                if (
+                    self._inline_answered
+                    and self._transport.get_write_buffer_size() + self._out_bytes > self._high_water
+                ):
                     try:
                         await self.wait_writable()
                     except ConnectionClosedError:
@@ -504,7 +501,12 @@ class Connection:
         if cmd.is_response:
             fut = self._pending.pop(cmd.opaque, None)
             if fut is None and self._abandoned.pop(cmd.opaque, 0) is None:
-                log.debug("late response to an abandoned request dropped remote=%s opaque=%d code=%d", self.remote_address, cmd.opaque, cmd.code)
+                log.debug(
+                    "late response to an abandoned request dropped remote=%s opaque=%d code=%d",
+                    self.remote_address,
+                    cmd.opaque,
+                    cmd.code,
+                )
             elif fut is None or fut.done():
                 self._warn(
                     "unsolicited-response", "response with unknown opaque dropped remote=%s opaque=%d code=%d",
@@ -539,9 +541,7 @@ class Connection:
     # ------------------------------------------------------------------ closing
 
     def _closed_error(self) -> ConnectionClosedError:
-        return ConnectionClosedError(
-            f"connection to {self.remote_address} closed: {self._close_reason}"
-        )
+        return ConnectionClosedError(f"connection to {self.remote_address} closed: {self._close_reason}")
 
     def _shutdown(self, reason: str, *, abort: bool = False) -> None:
         """Mark closed, close the socket, fail pending requests, cancel handlers, run callbacks."""
@@ -587,7 +587,7 @@ class Connection:
     def _run_callback(self, fn: Callable[[Connection], None]) -> None:
         try:
             fn(self)
-        except Exception:  # noqa: BLE001 - a callback must not break closing
+        except Exception:
             log.exception("close callback failed remote=%s", self.remote_address)
 
     def __repr__(self) -> str:

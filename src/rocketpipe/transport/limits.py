@@ -24,7 +24,7 @@ from ..ratelog import RateLimitedLog
 if TYPE_CHECKING:
     from .connection import Connection
 
-__all__ = ["ServerLimits", "PendingBytes"]
+__all__ = ["PendingBytes", "ServerLimits"]
 
 #: ``serverChannelMaxIdleTimeSeconds`` (NettyServerConfig).
 DEFAULT_MAX_IDLE_SECONDS: Final = 120

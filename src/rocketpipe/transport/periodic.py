@@ -44,6 +44,6 @@ async def periodic(
             await fn()
         except asyncio.CancelledError:
             raise
-        except Exception:  # noqa: BLE001 - a loop survives one bad iteration
+        except Exception:
             (logger or log).exception("periodic task %s failed", name)
         delay = interval

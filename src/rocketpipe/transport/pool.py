@@ -78,18 +78,14 @@ class ConnectionPool:
             return conn
         task = self._connecting.get(addr)
         if task is None:
-            task = asyncio.get_running_loop().create_task(
-                self._connect(addr), name=f"rocketpipe-connect-{addr}"
-            )
+            task = asyncio.get_running_loop().create_task(self._connect(addr), name=f"rocketpipe-connect-{addr}")
             task.add_done_callback(_retrieve)
             self._connecting[addr] = task
         return await asyncio.shield(task)
 
     async def _connect(self, addr: str) -> Connection:
         try:
-            conn = await Connection.connect(
-                addr, router=self._router, connect_timeout=self._connect_timeout
-            )
+            conn = await Connection.connect(addr, router=self._router, connect_timeout=self._connect_timeout)
         finally:
             if self._connecting.get(addr) is asyncio.current_task():
                 del self._connecting[addr]
@@ -108,9 +104,7 @@ class ConnectionPool:
             del self._conns[addr]
             log.debug("connection evicted addr=%s", addr)
 
-    async def request(
-        self, addr: str, cmd: RemotingCommand, timeout: float | None
-    ) -> RemotingCommand:
+    async def request(self, addr: str, cmd: RemotingCommand, timeout: float | None) -> RemotingCommand:
         """Send request ``cmd`` to ``addr`` and wait for the response.
 
         ``timeout`` covers the connect (when one is needed) and the request together, as
@@ -135,15 +129,15 @@ class ConnectionPool:
             return await conn.request(cmd, None)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        conn = self._conns.get(addr)
-        if conn is None or conn.is_closed:
+        cached = self._conns.get(addr)
+        if cached is not None and not cached.is_closed:
+            conn = cached
+        else:
             try:
                 async with asyncio.timeout(timeout):
                     conn = await self.get(addr)
             except TimeoutError:
-                raise RequestTimeoutError(
-                    f"connect to {addr} not done within {timeout}s"
-                ) from None
+                raise RequestTimeoutError(f"connect to {addr} not done within {timeout}s") from None
         return await conn.request(cmd, max(deadline - loop.time(), 0.0))
 
     async def oneway(self, addr: str, cmd: RemotingCommand) -> None:

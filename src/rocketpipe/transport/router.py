@@ -37,7 +37,7 @@ DEFER: object = object()
 #: A synchronous fast path registered next to an async handler: runs in the connection's read
 #: loop (no task per request) and returns the response, None (no response now) or
 #: :data:`DEFER` (nothing done yet; the async handler runs in its own task as usual).
-InlineHandler: TypeAlias = Callable[[RemotingCommand, "Connection"], "RemotingCommand | None | object"]
+InlineHandler: TypeAlias = Callable[[RemotingCommand, "Connection"], "RemotingCommand | object | None"]
 
 
 class Router:
@@ -90,12 +90,18 @@ class Router:
         except RocketMQError as err:
             log.debug(
                 "handler error peer=%s code=%d opaque=%d error=%r",
-                conn.remote_address, cmd.code, cmd.opaque, err,
+                conn.remote_address,
+                cmd.code,
+                cmd.opaque,
+                err,
             )
             resp = cmd.response(err.code, str(err) or type(err).__name__)
-        except Exception as err:  # noqa: BLE001 - any handler failure is SYSTEM_ERROR
+        except Exception as err:
             log.exception(
-                "handler failed peer=%s code=%d opaque=%d", conn.remote_address, cmd.code, cmd.opaque,
+                "handler failed peer=%s code=%d opaque=%d",
+                conn.remote_address,
+                cmd.code,
+                cmd.opaque,
             )
             resp = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(err).__name__}: {err}")
         if resp is DEFER:
@@ -115,7 +121,10 @@ class Router:
         except RocketMQError as err:  # e.g. a response body that exceeds the frame limit
             log.error(
                 "response not encodable peer=%s code=%d opaque=%d error=%s",
-                conn.remote_address, cmd.code, cmd.opaque, err,
+                conn.remote_address,
+                cmd.code,
+                cmd.opaque,
+                err,
             )
             conn.send_response(cmd.response(ResponseCode.SYSTEM_ERROR, str(err)))
 
@@ -142,7 +151,9 @@ class Router:
         if handler is None:
             log.debug(
                 "request code not supported peer=%s code=%d opaque=%d",
-                conn.remote_address, cmd.code, cmd.opaque,
+                conn.remote_address,
+                cmd.code,
+                cmd.opaque,
             )
             resp: RemotingCommand | None = cmd.response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"
@@ -155,12 +166,17 @@ class Router:
             except RocketMQError as err:
                 log.debug(
                     "handler error peer=%s code=%d opaque=%d error=%r",
-                    conn.remote_address, cmd.code, cmd.opaque, err,
+                    conn.remote_address,
+                    cmd.code,
+                    cmd.opaque,
+                    err,
                 )
                 resp = cmd.response(err.code, str(err) or type(err).__name__)
-            except Exception as err:  # noqa: BLE001 - any handler failure is SYSTEM_ERROR
+            except Exception as err:
                 log.exception(
-                    "handler failed peer=%s code=%d opaque=%d", conn.remote_address, cmd.code,
+                    "handler failed peer=%s code=%d opaque=%d",
+                    conn.remote_address,
+                    cmd.code,
                     cmd.opaque,
                 )
                 resp = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(err).__name__}: {err}")

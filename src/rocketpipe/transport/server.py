@@ -81,7 +81,9 @@ class RemotingServer:
         self.connections: set[Connection] = set()
         self.address: str | None = None
         self.limits = limits if limits is not None else ServerLimits()
-        self.warnings = warnings if warnings is not None else RateLimitedLog(log, self.limits.server_warning_interval_seconds)
+        self.warnings = (
+            warnings if warnings is not None else RateLimitedLog(log, self.limits.server_warning_interval_seconds)
+        )
         self.pending_bytes = PendingBytes(self.limits, self.connections, self.warnings)
         self.idle_closed = 0
         self.refused = 0
@@ -140,7 +142,8 @@ class RemotingServer:
         conn.add_close_callback(self._on_closed)
         conn.start()
         log.debug(
-            "connection accepted remote=%s local=%s", conn.remote_address,
+            "connection accepted remote=%s local=%s",
+            conn.remote_address,
             format_address(writer.get_extra_info("sockname")),
         )
 
@@ -169,7 +172,7 @@ class RemotingServer:
         for fn in self._close_callbacks:
             try:
                 fn(conn)
-            except Exception:  # noqa: BLE001 - a callback must not break closing
+            except Exception:
                 log.exception("server close callback failed remote=%s", conn.remote_address)
 
     async def close(self) -> None:

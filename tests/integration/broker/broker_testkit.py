@@ -47,7 +47,9 @@ def send_cmd(
         batch=batch,
         unit_mode=False,
     )
-    ext = h.to_ext_fields() if code == RequestCode.SEND_MESSAGE else SendMessageRequestHeaderV2.from_v1(h).to_ext_fields()
+    ext = (
+        h.to_ext_fields() if code == RequestCode.SEND_MESSAGE else SendMessageRequestHeaderV2.from_v1(h).to_ext_fields()
+    )
     return RemotingCommand.request(code, ext, body)
 
 
@@ -94,7 +96,9 @@ async def pull(conn: Connection, group: str, topic: str, queue_id: int, offset: 
     return await conn.request(pull_cmd(group, topic, queue_id, offset, **kw), 30.0)  # type: ignore[arg-type]
 
 
-def heartbeat_cmd(client_id: str, group: str, subs: dict[str, str], *, sub_version: int = 1, producer: str | None = None) -> RemotingCommand:
+def heartbeat_cmd(
+    client_id: str, group: str, subs: dict[str, str], *, sub_version: int = 1, producer: str | None = None
+) -> RemotingCommand:
     """HEART_BEAT with one consumer group subscribed to ``subs`` (topic -> expression)."""
     data = HeartbeatData(
         client_id=client_id,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from broker_testkit import TIMEOUT, heartbeat_cmd, pull, send
-from waiting import wait_until
 
 from rocketpipe.protocol import message as pm
 from rocketpipe.protocol.bodies import javajson as jj
@@ -23,10 +22,16 @@ from rocketpipe.protocol.headers.route import GetRouteInfoRequestHeader
 from rocketpipe.protocol.headers.send import SendMessageResponseHeader
 from rocketpipe.testing import local_cluster
 from rocketpipe.transport import Connection
+from waiting import wait_until
 
 
 async def _route(ns: Connection, topic: str) -> RemotingCommand:
-    return await ns.request(RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=topic).to_ext_fields()), TIMEOUT)
+    return await ns.request(
+        RemotingCommand.request(
+            RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=topic).to_ext_fields()
+        ),
+        TIMEOUT,
+    )
 
 
 async def test_broker_registers_with_name_server_and_new_topics_appear_in_routes(tmp_path: Path) -> None:
@@ -41,7 +46,11 @@ async def test_broker_registers_with_name_server_and_new_topics_appear_in_routes
             assert route.queue_datas[0].perm == 7 and route.queue_datas[0].read_queue_nums == 8
             assert (await _route(ns, "TopicNew")).code == ResponseCode.TOPIC_NOT_EXIST
             h = CreateTopicRequestHeader(topic="TopicNew", read_queue_nums=3, write_queue_nums=3, perm=6)
-            assert (await bc.request(RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, h.to_ext_fields()), TIMEOUT)).code == 0
+            assert (
+                await bc.request(
+                    RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, h.to_ext_fields()), TIMEOUT
+                )
+            ).code == 0
 
             async def visible() -> bool:
                 return (await _route(ns, "TopicNew")).code == ResponseCode.SUCCESS
@@ -57,7 +66,9 @@ async def test_broker_registers_with_name_server_and_new_topics_appear_in_routes
 
             await wait_until(auto_visible, timeout=5, what="auto-created topic in the route table")
             bad = CreateTopicRequestHeader(topic="bad/name", read_queue_nums=1, write_queue_nums=1, perm=6)
-            r = await bc.request(RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, bad.to_ext_fields()), TIMEOUT)
+            r = await bc.request(
+                RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, bad.to_ext_fields()), TIMEOUT
+            )
             assert r.code == ResponseCode.INVALID_PARAMETER
         finally:
             await ns.close()
@@ -86,7 +97,9 @@ async def test_broker_topic_permissions_and_subscription_group_config(tmp_path: 
             assert (await send(c, "TopicWO", b"x")).code == ResponseCode.SUCCESS
             assert (await pull(c, "g", "TopicWO", 0, 0)).code == ResponseCode.NO_PERMISSION
             body = jj.dumps({"groupName": "gdis", "consumeEnable": False, "retryMaxTimes": 3})
-            r = await c.request(RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body), TIMEOUT)
+            r = await c.request(
+                RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body), TIMEOUT
+            )
             assert r.code == ResponseCode.SUCCESS
             assert cl.broker.groups_config.groups["gdis"].retry_max_times == 3
             await send(c, "TopicP", b"x")
@@ -103,28 +116,51 @@ async def test_broker_stats_connections_and_view_message(tmp_path: Path) -> None
             for i in range(3):
                 r = await send(c, "TopicStat", f"m{i}".encode(), queue_id=i % 2)
                 sent.append(SendMessageResponseHeader.from_ext_fields(r.ext_fields))
-            r = await c.request(RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, GetTopicStatsInfoRequestHeader(topic="TopicStat").to_ext_fields()), TIMEOUT)
+            r = await c.request(
+                RemotingCommand.request(
+                    RequestCode.GET_TOPIC_STATS_INFO, GetTopicStatsInfoRequestHeader(topic="TopicStat").to_ext_fields()
+                ),
+                TIMEOUT,
+            )
             table = jj.message_queue_map(jj.as_dict(jj.loads(bytes(r.body))).get("offsetTable"), lambda v: v)
             by_q = {mq.queue_id: v for mq, v in table.items()}
             assert by_q[0]["maxOffset"] == 2 and by_q[1]["maxOffset"] == 1 and by_q[2]["maxOffset"] == 0
             assert by_q[0]["lastUpdateTimestamp"] > 0
             await c.request(heartbeat_cmd("ip@s", "gs", {"TopicStat": "*"}), TIMEOUT)
             await pull(c, "gs", "TopicStat", 0, 0, commit_offset=1)
-            r = await c.request(RemotingCommand.request(RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader(consumer_group="gs").to_ext_fields()), TIMEOUT)
+            r = await c.request(
+                RemotingCommand.request(
+                    RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader(consumer_group="gs").to_ext_fields()
+                ),
+                TIMEOUT,
+            )
             stats = jj.message_queue_map(jj.as_dict(jj.loads(bytes(r.body))).get("offsetTable"), lambda v: v)
             q0 = next(v for mq, v in stats.items() if mq.queue_id == 0)
             assert (q0["brokerOffset"], q0["consumerOffset"]) == (2, 1)
             r = await c.request(
-                RemotingCommand.request(RequestCode.GET_CONSUMER_CONNECTION_LIST, GetConsumerConnectionListRequestHeader(consumer_group="gs").to_ext_fields()), TIMEOUT
+                RemotingCommand.request(
+                    RequestCode.GET_CONSUMER_CONNECTION_LIST,
+                    GetConsumerConnectionListRequestHeader(consumer_group="gs").to_ext_fields(),
+                ),
+                TIMEOUT,
             )
             conn_body = jj.loads(bytes(r.body))
             assert [x["clientId"] for x in conn_body["connectionSet"]] == ["ip@s"]
             r = await c.request(
-                RemotingCommand.request(RequestCode.GET_CONSUMER_CONNECTION_LIST, GetConsumerConnectionListRequestHeader(consumer_group="nobody").to_ext_fields()), TIMEOUT
+                RemotingCommand.request(
+                    RequestCode.GET_CONSUMER_CONNECTION_LIST,
+                    GetConsumerConnectionListRequestHeader(consumer_group="nobody").to_ext_fields(),
+                ),
+                TIMEOUT,
             )
             assert r.code == ResponseCode.CONSUMER_NOT_ONLINE
             _, phys = pm.decode_offset_msg_id(sent[1].msg_id or "")
-            r = await c.request(RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset=phys).to_ext_fields()), TIMEOUT)
+            r = await c.request(
+                RemotingCommand.request(
+                    RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset=phys).to_ext_fields()
+                ),
+                TIMEOUT,
+            )
             viewed = pm.decode_records(bytes(r.body))
             assert viewed[0].body == b"m1" and viewed[0].offset_msg_id == sent[1].msg_id
         finally:
@@ -145,14 +181,30 @@ async def test_broker_topic_admin_and_check_client_config(tmp_path: Path) -> Non
             r = await c.request(RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {}), TIMEOUT)
             wrapper = TopicConfigSerializeWrapper.decode(bytes(r.body))
             assert wrapper.topic_config_table["TopicDel"].read_queue_nums == 2
-            assert {"TBW102", "SCHEDULE_TOPIC_XXXX", "SELF_TEST_TOPIC", "DefaultCluster", "broker-a"} <= set(wrapper.topic_config_table)
+            assert {"TBW102", "SCHEDULE_TOPIC_XXXX", "SELF_TEST_TOPIC", "DefaultCluster", "broker-a"} <= set(
+                wrapper.topic_config_table
+            )
             d = DeleteTopicRequestHeader(topic="TopicDel")
-            assert (await c.request(RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_BROKER, d.to_ext_fields()), TIMEOUT)).code == 0
+            assert (
+                await c.request(RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_BROKER, d.to_ext_fields()), TIMEOUT)
+            ).code == 0
             assert b.topics.get("TopicDel") is None
-            tag = jj.dumps({"clientId": "x", "group": "g", "subscriptionData": SubscriptionData.build("T", "a").to_obj()})
-            assert (await c.request(RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, {}, tag), TIMEOUT)).code == 0
-            sql = jj.dumps({"clientId": "x", "group": "g", "subscriptionData": SubscriptionData.build("T", "a > 1", "SQL92").to_obj()})
-            assert (await c.request(RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, {}, sql), TIMEOUT)).code == ResponseCode.SYSTEM_ERROR
+            tag = jj.dumps(
+                {"clientId": "x", "group": "g", "subscriptionData": SubscriptionData.build("T", "a").to_obj()}
+            )
+            assert (
+                await c.request(RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, {}, tag), TIMEOUT)
+            ).code == 0
+            sql = jj.dumps(
+                {
+                    "clientId": "x",
+                    "group": "g",
+                    "subscriptionData": SubscriptionData.build("T", "a > 1", "SQL92").to_obj(),
+                }
+            )
+            assert (
+                await c.request(RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, {}, sql), TIMEOUT)
+            ).code == ResponseCode.SYSTEM_ERROR
         finally:
             await c.close()
 
@@ -167,9 +219,16 @@ async def test_broker_stats_queue_ranges_follow_admin_broker_processor(tmp_path:
         try:
             for topic, read, write in (("TopicR2W4", 2, 4), ("TopicR4W2", 4, 2)):
                 h = CreateTopicRequestHeader(topic=topic, read_queue_nums=read, write_queue_nums=write, perm=6)
-                r = await c.request(RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, h.to_ext_fields()), TIMEOUT)
+                r = await c.request(
+                    RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, h.to_ext_fields()), TIMEOUT
+                )
                 assert r.code == ResponseCode.SUCCESS
-                r = await c.request(RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, GetTopicStatsInfoRequestHeader(topic=topic).to_ext_fields()), TIMEOUT)
+                r = await c.request(
+                    RemotingCommand.request(
+                        RequestCode.GET_TOPIC_STATS_INFO, GetTopicStatsInfoRequestHeader(topic=topic).to_ext_fields()
+                    ),
+                    TIMEOUT,
+                )
                 table = jj.message_queue_map(jj.as_dict(jj.loads(bytes(r.body))).get("offsetTable"), lambda v: v)
                 assert sorted(mq.queue_id for mq in table) == [0, 1, 2, 3]
                 h2 = GetConsumeStatsRequestHeader(consumer_group="gq", topic=topic)
@@ -190,7 +249,11 @@ async def test_broker_get_topic_config_answers_topic_config_and_queue_mapping(tm
         c = await Connection.connect(b.address)
         try:
             h = CreateTopicRequestHeader(topic="TopicCfg", read_queue_nums=3, write_queue_nums=5, perm=6, order=True)
-            assert (await c.request(RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, h.to_ext_fields()), TIMEOUT)).code == 0
+            assert (
+                await c.request(
+                    RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, h.to_ext_fields()), TIMEOUT
+                )
+            ).code == 0
             req = GetTopicConfigRequestHeader(topic="TopicCfg", lo=True, bname=b.config.broker_name)
             r = await c.request(RemotingCommand.request(RequestCode.GET_TOPIC_CONFIG, req.to_ext_fields()), TIMEOUT)
             assert r.code == ResponseCode.SUCCESS
@@ -204,7 +267,12 @@ async def test_broker_get_topic_config_answers_topic_config_and_queue_mapping(tm
                 "topicSysFlag": 0,
                 "writeQueueNums": 5,
             }
-            r = await c.request(RemotingCommand.request(RequestCode.GET_TOPIC_CONFIG, GetTopicConfigRequestHeader(topic="NoSuchTopic").to_ext_fields()), TIMEOUT)
+            r = await c.request(
+                RemotingCommand.request(
+                    RequestCode.GET_TOPIC_CONFIG, GetTopicConfigRequestHeader(topic="NoSuchTopic").to_ext_fields()
+                ),
+                TIMEOUT,
+            )
             assert r.code == ResponseCode.TOPIC_NOT_EXIST and "NoSuchTopic" in (r.remark or "")
             r = await c.request(RemotingCommand.request(RequestCode.GET_TOPIC_CONFIG, {}), TIMEOUT)
             assert r.code != ResponseCode.SUCCESS  # topic is @CFNotNull
@@ -264,9 +332,22 @@ async def test_broker_runtime_info_is_a_kv_table_cluster_list_can_read(tmp_path:
             assert t0["bootTimestamp"] == str(b.stats.boot_ms)
             assert t0["earliestMessageTimeStamp"] == "-1"  # empty store
             assert t0["msgPutTotalTodayNow"] == "0" and t0["putMessageTimesTotal"] == "1"  # Java: 0 -> 1
-            for key in ("msgPutTotalYesterdayMorning", "msgPutTotalTodayMorning", "msgGetTotalYesterdayMorning", "msgGetTotalTodayMorning",
-                        "msgGetTotalTodayNow", "sendThreadPoolQueueSize", "pullThreadPoolQueueSize", "commitLogMinOffset", "commitLogMaxOffset",
-                        "timerReadBehind", "timerOffsetBehind", "timerCongestNum", "pageCacheLockTimeMills", "dispatchBehindBytes"):
+            for key in (
+                "msgPutTotalYesterdayMorning",
+                "msgPutTotalTodayMorning",
+                "msgGetTotalYesterdayMorning",
+                "msgGetTotalTodayMorning",
+                "msgGetTotalTodayNow",
+                "sendThreadPoolQueueSize",
+                "pullThreadPoolQueueSize",
+                "commitLogMinOffset",
+                "commitLogMaxOffset",
+                "timerReadBehind",
+                "timerOffsetBehind",
+                "timerCongestNum",
+                "pageCacheLockTimeMills",
+                "dispatchBehindBytes",
+            ):
                 int(t0[key])  # clusterList parses these with Long.parseLong
             for key in ("commitLogDiskRatio", "consumeQueueDiskRatio", "timerEnqueueTps", "timerDequeueTps"):
                 float(t0[key])

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from broker_testkit import TIMEOUT, pull, records, send
-from waiting import wait_until
 
 from rocketpipe.broker import Broker, BrokerConfig
 from rocketpipe.errors import ConnectionClosedError
@@ -23,6 +22,7 @@ from rocketpipe.protocol.headers.offset import (
 )
 from rocketpipe.testing import FakeClock
 from rocketpipe.transport import Connection
+from waiting import wait_until
 
 
 @pytest.fixture
@@ -91,27 +91,57 @@ async def test_broker_consumer_offsets_commit_query_and_piggy_back(conn: Connect
     for i in range(5):
         await send(conn, "TopicO", str(i).encode())
     # a new group on a young, non-empty queue starts from 0
-    q = await conn.request(_req(RequestCode.QUERY_CONSUMER_OFFSET, QueryConsumerOffsetRequestHeader(consumer_group="g", topic="TopicO", queue_id=0)), TIMEOUT)
+    q = await conn.request(
+        _req(
+            RequestCode.QUERY_CONSUMER_OFFSET,
+            QueryConsumerOffsetRequestHeader(consumer_group="g", topic="TopicO", queue_id=0),
+        ),
+        TIMEOUT,
+    )
     assert (q.code, q.ext_fields["offset"]) == (ResponseCode.SUCCESS, "0")
     # empty queue: QUERY_NOT_FOUND
-    q = await conn.request(_req(RequestCode.QUERY_CONSUMER_OFFSET, QueryConsumerOffsetRequestHeader(consumer_group="g", topic="TopicO", queue_id=3)), TIMEOUT)
+    q = await conn.request(
+        _req(
+            RequestCode.QUERY_CONSUMER_OFFSET,
+            QueryConsumerOffsetRequestHeader(consumer_group="g", topic="TopicO", queue_id=3),
+        ),
+        TIMEOUT,
+    )
     assert q.code == ResponseCode.QUERY_NOT_FOUND
     r = await conn.request(
-        _req(RequestCode.UPDATE_CONSUMER_OFFSET, UpdateConsumerOffsetRequestHeader(consumer_group="g", topic="TopicO", queue_id=0, commit_offset=3)),
+        _req(
+            RequestCode.UPDATE_CONSUMER_OFFSET,
+            UpdateConsumerOffsetRequestHeader(consumer_group="g", topic="TopicO", queue_id=0, commit_offset=3),
+        ),
         TIMEOUT,
     )
     assert r.code == ResponseCode.SUCCESS
-    q = await conn.request(_req(RequestCode.QUERY_CONSUMER_OFFSET, QueryConsumerOffsetRequestHeader(consumer_group="g", topic="TopicO", queue_id=0)), TIMEOUT)
+    q = await conn.request(
+        _req(
+            RequestCode.QUERY_CONSUMER_OFFSET,
+            QueryConsumerOffsetRequestHeader(consumer_group="g", topic="TopicO", queue_id=0),
+        ),
+        TIMEOUT,
+    )
     assert q.ext_fields["offset"] == "3"
     # oneway update (how Java persists) then piggy-backed commit on a pull
-    await conn.oneway(_req(RequestCode.UPDATE_CONSUMER_OFFSET, UpdateConsumerOffsetRequestHeader(consumer_group="g", topic="TopicO", queue_id=0, commit_offset=4)))
+    await conn.oneway(
+        _req(
+            RequestCode.UPDATE_CONSUMER_OFFSET,
+            UpdateConsumerOffsetRequestHeader(consumer_group="g", topic="TopicO", queue_id=0, commit_offset=4),
+        )
+    )
     await wait_until(lambda: broker.offsets.query("g", "TopicO", 0) == 4, timeout=5, what="oneway commit")
     resp = await pull(conn, "g", "TopicO", 0, 4, commit_offset=2)
     assert resp.code == ResponseCode.SUCCESS
     assert broker.offsets.query("g", "TopicO", 0) == 2
     # unknown topic
     r = await conn.request(
-        _req(RequestCode.UPDATE_CONSUMER_OFFSET, UpdateConsumerOffsetRequestHeader(consumer_group="g", topic="Nope", queue_id=0, commit_offset=1)), TIMEOUT
+        _req(
+            RequestCode.UPDATE_CONSUMER_OFFSET,
+            UpdateConsumerOffsetRequestHeader(consumer_group="g", topic="Nope", queue_id=0, commit_offset=1),
+        ),
+        TIMEOUT,
     )
     assert r.code == ResponseCode.TOPIC_NOT_EXIST
 
@@ -135,16 +165,32 @@ async def test_broker_queue_offset_queries(tmp_path: Path) -> None:
             for i in range(4):
                 await send(c, "TopicQ", str(i).encode())
                 clock.advance(1.0)
-            mx = await c.request(_req(RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic="TopicQ", queue_id=0)), TIMEOUT)
-            mn = await c.request(_req(RequestCode.GET_MIN_OFFSET, GetMinOffsetRequestHeader(topic="TopicQ", queue_id=0)), TIMEOUT)
+            mx = await c.request(
+                _req(RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic="TopicQ", queue_id=0)), TIMEOUT
+            )
+            mn = await c.request(
+                _req(RequestCode.GET_MIN_OFFSET, GetMinOffsetRequestHeader(topic="TopicQ", queue_id=0)), TIMEOUT
+            )
             assert (mx.ext_fields["offset"], mn.ext_fields["offset"]) == ("4", "0")
             s = await c.request(
-                _req(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, SearchOffsetRequestHeader(topic="TopicQ", queue_id=0, timestamp=1_700_000_001_500)), TIMEOUT
+                _req(
+                    RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+                    SearchOffsetRequestHeader(topic="TopicQ", queue_id=0, timestamp=1_700_000_001_500),
+                ),
+                TIMEOUT,
             )
             assert s.ext_fields["offset"] == "2"
-            e = await c.request(_req(RequestCode.GET_EARLIEST_MSG_STORETIME, GetEarliestMsgStoretimeRequestHeader(topic="TopicQ", queue_id=0)), TIMEOUT)
+            e = await c.request(
+                _req(
+                    RequestCode.GET_EARLIEST_MSG_STORETIME,
+                    GetEarliestMsgStoretimeRequestHeader(topic="TopicQ", queue_id=0),
+                ),
+                TIMEOUT,
+            )
             assert e.ext_fields["timestamp"] == "1700000000000"
-            unknown = await c.request(_req(RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic="Nope", queue_id=0)), TIMEOUT)
+            unknown = await c.request(
+                _req(RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic="Nope", queue_id=0)), TIMEOUT
+            )
             assert unknown.ext_fields["offset"] == "0"
         finally:
             await c.close()
@@ -172,8 +218,11 @@ async def test_broker_short_polling_holds_for_short_polling_time(tmp_path: Path)
     # Long polling off: the hold is short_polling_time_mills (100 ms). The client asks for 15 s
     # and the long-poll check interval is 60 s, so honouring either would hold >= 10 s.
     cfg = BrokerConfig(
-        store_dir=tmp_path, mapped_file_size_commit_log=1 << 20, long_polling_enable=False,
-        short_polling_time_mills=100, long_polling_check_interval_ms=60_000,
+        store_dir=tmp_path,
+        mapped_file_size_commit_log=1 << 20,
+        long_polling_enable=False,
+        short_polling_time_mills=100,
+        long_polling_check_interval_ms=60_000,
     )
     async with Broker(cfg) as b:
         c = await Connection.connect(b.address)
@@ -192,15 +241,25 @@ async def test_broker_batch_arrival_wakes_a_pull_held_on_any_of_its_tags(tmp_pat
     from rocketpipe.protocol import message as pm
 
     # the sweep runs once an hour and the hold lasts 25 s: only the arrival path can answer in time
-    cfg = BrokerConfig(store_dir=tmp_path, mapped_file_size_commit_log=1 << 20, long_polling_check_interval_ms=3_600_000)
+    cfg = BrokerConfig(
+        store_dir=tmp_path, mapped_file_size_commit_log=1 << 20, long_polling_check_interval_ms=3_600_000
+    )
     async with Broker(cfg) as b:
         c = await Connection.connect(b.address)
         try:
             await send(c, "TopicBT", b"x", tags="A")
             task = asyncio.create_task(pull(c, "g", "TopicBT", 0, 1, suspend_ms=25_000, subscription="A"))
             await wait_until(lambda: len(b.hold) == 1, timeout=5, what="pull parked")
-            batch = [pm.Message("TopicBT", b"a1", properties={"TAGS": "A"}), pm.Message("TopicBT", b"b1", properties={"TAGS": "B"})]
-            r = await c.request(send_cmd("TopicBT", pm.encode_batch(batch), code=RequestCode.SEND_BATCH_MESSAGE, batch=True, queue_id=0), TIMEOUT)
+            batch = [
+                pm.Message("TopicBT", b"a1", properties={"TAGS": "A"}),
+                pm.Message("TopicBT", b"b1", properties={"TAGS": "B"}),
+            ]
+            r = await c.request(
+                send_cmd(
+                    "TopicBT", pm.encode_batch(batch), code=RequestCode.SEND_BATCH_MESSAGE, batch=True, queue_id=0
+                ),
+                TIMEOUT,
+            )
             assert r.code == ResponseCode.SUCCESS, r.remark
             await wait_until(task.done, timeout=5, what="held pull answered by the batch arrival")
             resp = task.result()
@@ -212,7 +271,9 @@ async def test_broker_batch_arrival_wakes_a_pull_held_on_any_of_its_tags(tmp_pat
 
 
 async def test_broker_parking_pulls_never_runs_the_full_sweep(tmp_path: Path) -> None:
-    cfg = BrokerConfig(store_dir=tmp_path, mapped_file_size_commit_log=1 << 20, long_polling_check_interval_ms=3_600_000)
+    cfg = BrokerConfig(
+        store_dir=tmp_path, mapped_file_size_commit_log=1 << 20, long_polling_check_interval_ms=3_600_000
+    )
     async with Broker(cfg) as b:
         sweeps = 0
         real_sweep = b.hold.sweep
@@ -246,16 +307,32 @@ async def test_broker_server_side_offset_reset(conn: Connection, broker: Broker)
 
     for i in range(6):
         await send(conn, "TopicRO", str(i).encode())
-    await conn.request(_req(RequestCode.UPDATE_CONSUMER_OFFSET, UpdateConsumerOffsetRequestHeader(consumer_group="g", topic="TopicRO", queue_id=0, commit_offset=5)), TIMEOUT)
+    await conn.request(
+        _req(
+            RequestCode.UPDATE_CONSUMER_OFFSET,
+            UpdateConsumerOffsetRequestHeader(consumer_group="g", topic="TopicRO", queue_id=0, commit_offset=5),
+        ),
+        TIMEOUT,
+    )
     h = ResetOffsetRequestHeader(group="g", topic="TopicRO", queue_id=0, offset=2, timestamp=0, is_force=True)
     r = await conn.request(_req(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, h), TIMEOUT)
     assert r.code == ResponseCode.SUCCESS
     assert list(ResetOffsetBody.decode(bytes(r.body)).offset_table.values()) == [2]
     # client commits are ignored until the next pull sees the reset
-    await conn.request(_req(RequestCode.UPDATE_CONSUMER_OFFSET, UpdateConsumerOffsetRequestHeader(consumer_group="g", topic="TopicRO", queue_id=0, commit_offset=6)), TIMEOUT)
+    await conn.request(
+        _req(
+            RequestCode.UPDATE_CONSUMER_OFFSET,
+            UpdateConsumerOffsetRequestHeader(consumer_group="g", topic="TopicRO", queue_id=0, commit_offset=6),
+        ),
+        TIMEOUT,
+    )
     assert broker.offsets.query("g", "TopicRO", 0) == 2
     moved = await pull(conn, "g", "TopicRO", 0, 6, commit_offset=6)
-    assert (moved.code, moved.remark, moved.ext_fields["nextBeginOffset"]) == (ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", "2")
+    assert (moved.code, moved.remark, moved.ext_fields["nextBeginOffset"]) == (
+        ResponseCode.PULL_OFFSET_MOVED,
+        "OFFSET_RESET",
+        "2",
+    )
     assert broker.offsets.query("g", "TopicRO", 0) == 2
     again = await pull(conn, "g", "TopicRO", 0, 2)
     assert [m.body for m in records(again)] == [b"2", b"3", b"4", b"5"]

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from broker_testkit import TIMEOUT, heartbeat_cmd, pull, records, send
-from waiting import wait_until
 
 from rocketpipe.broker import Broker, BrokerConfig
 from rocketpipe.protocol.bodies import javajson as jj
@@ -15,6 +14,7 @@ from rocketpipe.protocol.command import RemotingCommand
 from rocketpipe.protocol.headers.consumer import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
 from rocketpipe.testing import FakeClock
 from rocketpipe.transport import Connection, Router
+from waiting import wait_until
 
 
 class Client:
@@ -37,7 +37,10 @@ class Client:
 
 async def _consumer_ids(conn: Connection, group: str) -> RemotingCommand:
     return await conn.request(
-        RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, GetConsumerListByGroupRequestHeader(consumer_group=group).to_ext_fields()),
+        RemotingCommand.request(
+            RequestCode.GET_CONSUMER_LIST_BY_GROUP,
+            GetConsumerListByGroupRequestHeader(consumer_group=group).to_ext_fields(),
+        ),
         TIMEOUT,
     )
 
@@ -50,7 +53,7 @@ async def clock_broker(tmp_path: Path):
 
 
 async def test_broker_heartbeat_list_and_notify_second_client(clock_broker) -> None:
-    broker, clock = clock_broker
+    broker, _clock = clock_broker
     a, b = Client(), Client()
     ca, cb = await a.connect(broker.address), await b.connect(broker.address)
     try:
@@ -63,7 +66,9 @@ async def test_broker_heartbeat_list_and_notify_second_client(clock_broker) -> N
         await wait_until(lambda: a.notified == ["cg"], timeout=5, what="first notify to a")
         # b joins: every member (a included) is told
         assert (await cb.request(heartbeat_cmd("ip@b", "cg", {"TopicN": "*"}), TIMEOUT)).code == ResponseCode.SUCCESS
-        await wait_until(lambda: a.notified == ["cg", "cg"] and b.notified == ["cg"], timeout=5, what="notify after join")
+        await wait_until(
+            lambda: a.notified == ["cg", "cg"] and b.notified == ["cg"], timeout=5, what="notify after join"
+        )
         r = await _consumer_ids(cb, "cg")
         assert sorted(jj.loads(bytes(r.body))["consumerIdList"]) == ["ip@a", "ip@b"]
         # a repeated heartbeat without change notifies nobody
@@ -74,7 +79,9 @@ async def test_broker_heartbeat_list_and_notify_second_client(clock_broker) -> N
         assert len(b.notified) == 2
         # b unregisters: a is told, list shrinks
         unreg = UnregisterClientRequestHeader(client_id="ip@b", consumer_group="cg").to_ext_fields()
-        assert (await cb.request(RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, unreg), TIMEOUT)).code == ResponseCode.SUCCESS
+        assert (
+            await cb.request(RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, unreg), TIMEOUT)
+        ).code == ResponseCode.SUCCESS
         await wait_until(lambda: len(a.notified) == 4, timeout=5, what="notify after unregister")
         assert jj.loads(bytes((await _consumer_ids(ca, "cg")).body))["consumerIdList"] == ["ip@a"]
     finally:
@@ -144,7 +151,14 @@ async def test_broker_notify_is_not_sent_for_broadcasting_groups(clock_broker) -
     a = Client()
     ca = await a.connect(broker.address)
     try:
-        data = HeartbeatData("ip@a", consumer_data_set=[ConsumerData("bg", message_model="BROADCASTING", subscription_data_set=[SubscriptionData.build("T", "*")])])
+        data = HeartbeatData(
+            "ip@a",
+            consumer_data_set=[
+                ConsumerData(
+                    "bg", message_model="BROADCASTING", subscription_data_set=[SubscriptionData.build("T", "*")]
+                )
+            ],
+        )
         await ca.request(RemotingCommand.request(RequestCode.HEART_BEAT, {}, data.encode()), TIMEOUT)
         await ca.request(heartbeat_cmd("ip@a", "cg4", {"T": "*"}), TIMEOUT)  # a clustering group as a marker
         await wait_until(lambda: "cg4" in a.notified, timeout=5, what="marker notification")
@@ -171,8 +185,12 @@ async def test_broker_lock_and_unlock_batch_mq(clock_broker) -> None:
 
         assert await lock("c1", mqs) == mqs
         assert await lock("c2", mqs) == set()
-        unlock = UnlockBatchRequestBody(consumer_group="og", client_id="c1", mq_set={MessageQueue("TopicL", "broker-a", 0)}).encode()
-        assert (await c.request(RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, {}, unlock), TIMEOUT)).code == ResponseCode.SUCCESS
+        unlock = UnlockBatchRequestBody(
+            consumer_group="og", client_id="c1", mq_set={MessageQueue("TopicL", "broker-a", 0)}
+        ).encode()
+        assert (
+            await c.request(RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, {}, unlock), TIMEOUT)
+        ).code == ResponseCode.SUCCESS
         assert await lock("c2", mqs) == {MessageQueue("TopicL", "broker-a", 0)}
         clock.advance(61)
         assert await lock("c2", mqs) == mqs  # c1's lock on queue 1 expired

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from broker_testkit import TIMEOUT, send
-from waiting import wait_until
 
 from rocketpipe.broker import Broker, BrokerConfig
 from rocketpipe.broker.pop import CHECKPOINT_FILE, PopService, install
@@ -33,6 +32,7 @@ from rocketpipe.protocol.headers.pop import (
 from rocketpipe.store.json_file import load_json
 from rocketpipe.testing import FakeClock
 from rocketpipe.transport import Connection
+from waiting import wait_until
 
 GROUP = "pop-cg"
 INVISIBLE_MS = 10_000
@@ -74,42 +74,83 @@ def _popped(resp: RemotingCommand) -> list[pm.MessageExt]:
             key = f"0@{m.queue_id}"
             assert m.queue_offset in offsets[key]
             m.properties["POP_CK"] = ExtraInfo.of(
-                starts[key], rh.pop_time or 0, rh.invisible_time or 0, rh.revive_qid or 0, m.topic, "broker-a", m.queue_id, m.queue_offset
+                starts[key],
+                rh.pop_time or 0,
+                rh.invisible_time or 0,
+                rh.revive_qid or 0,
+                m.topic,
+                "broker-a",
+                m.queue_id,
+                m.queue_offset,
             ).build()
     return msgs
 
 
 async def pop(
-    c: Connection, clock: FakeClock, topic: str, *, queue_id: int = -1, max_nums: int = 32, invisible_ms: int = INVISIBLE_MS,
-    poll_ms: int = 0, exp: str | None = None, init_mode: int = 0, group: str = GROUP, born_time: int | None = None,
+    c: Connection,
+    clock: FakeClock,
+    topic: str,
+    *,
+    queue_id: int = -1,
+    max_nums: int = 32,
+    invisible_ms: int = INVISIBLE_MS,
+    poll_ms: int = 0,
+    exp: str | None = None,
+    init_mode: int = 0,
+    group: str = GROUP,
+    born_time: int | None = None,
 ) -> RemotingCommand:
     h = PopMessageRequestHeader(
-        consumer_group=group, topic=topic, queue_id=queue_id, max_msg_nums=max_nums, invisible_time=invisible_ms,
-        poll_time=poll_ms, born_time=clock.now_ms() if born_time is None else born_time, init_mode=init_mode,
-        exp_type="TAG" if exp else None, exp=exp,
+        consumer_group=group,
+        topic=topic,
+        queue_id=queue_id,
+        max_msg_nums=max_nums,
+        invisible_time=invisible_ms,
+        poll_time=poll_ms,
+        born_time=clock.now_ms() if born_time is None else born_time,
+        init_mode=init_mode,
+        exp_type="TAG" if exp else None,
+        exp=exp,
     )
-    return await c.request(RemotingCommand.request(RequestCode.POP_MESSAGE, h.to_ext_fields()), TIMEOUT + poll_ms / 1000)
+    return await c.request(
+        RemotingCommand.request(RequestCode.POP_MESSAGE, h.to_ext_fields()), TIMEOUT + poll_ms / 1000
+    )
 
 
-async def ack(c: Connection, msg: pm.MessageExt, topic: str, group: str = GROUP, handle: str | None = None) -> RemotingCommand:
+async def ack(
+    c: Connection, msg: pm.MessageExt, topic: str, group: str = GROUP, handle: str | None = None
+) -> RemotingCommand:
     ei = ExtraInfo.parse(handle or msg.properties["POP_CK"])
     h = AckMessageRequestHeader(
-        consumer_group=group, topic=ei.real_topic(topic, group), queue_id=ei.queue_id, extra_info=ei.build(),
+        consumer_group=group,
+        topic=ei.real_topic(topic, group),
+        queue_id=ei.queue_id,
+        extra_info=ei.build(),
         offset=ei.queue_offset,
     )
     return await c.request(RemotingCommand.request(RequestCode.ACK_MESSAGE, h.to_ext_fields()), TIMEOUT)
 
 
-async def change(c: Connection, msg: pm.MessageExt, topic: str, invisible_ms: int, handle: str | None = None) -> RemotingCommand:
+async def change(
+    c: Connection, msg: pm.MessageExt, topic: str, invisible_ms: int, handle: str | None = None
+) -> RemotingCommand:
     ei = ExtraInfo.parse(handle or msg.properties["POP_CK"])
     h = ChangeInvisibleTimeRequestHeader(
-        consumer_group=GROUP, topic=ei.real_topic(topic, GROUP), queue_id=ei.queue_id, extra_info=ei.build(),
-        offset=ei.queue_offset, invisible_time=invisible_ms,
+        consumer_group=GROUP,
+        topic=ei.real_topic(topic, GROUP),
+        queue_id=ei.queue_id,
+        extra_info=ei.build(),
+        offset=ei.queue_offset,
+        invisible_time=invisible_ms,
     )
-    return await c.request(RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, h.to_ext_fields()), TIMEOUT)
+    return await c.request(
+        RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, h.to_ext_fields()), TIMEOUT
+    )
 
 
-async def produce(c: Connection, topic: str, n: int, *, queue_id: int = 0, tags: str | None = None, prefix: str = "m") -> None:
+async def produce(
+    c: Connection, topic: str, n: int, *, queue_id: int = 0, tags: str | None = None, prefix: str = "m"
+) -> None:
     for i in range(n):
         r = await send(c, topic, f"{prefix}{i}".encode(), queue_id=queue_id, tags=tags)
         assert r.code == ResponseCode.SUCCESS, r.remark
@@ -168,7 +209,7 @@ async def test_broker_pop_without_ack_becomes_visible_again_through_the_retry_to
 
 
 async def test_broker_pop_change_invisible_time_moves_the_deadline(env) -> None:
-    b, svc, clock, c = env
+    _b, svc, clock, c = env
     await produce(c, "PopT", 2)
     msgs = _popped(await pop(c, clock, "PopT"))
     clock.advance(2)
@@ -177,7 +218,16 @@ async def test_broker_pop_change_invisible_time_moves_the_deadline(env) -> None:
     rh = ChangeInvisibleTimeResponseHeader.from_ext_fields(r.ext_fields)
     assert rh.pop_time == clock.now_ms() and rh.invisible_time == 30_000
     old = ExtraInfo.parse(msgs[0].properties["POP_CK"])
-    new = ExtraInfo(msgs[0].queue_offset, rh.pop_time, rh.invisible_time, rh.revive_qid, "0", old.broker_name, old.queue_id, msgs[0].queue_offset)
+    new = ExtraInfo(
+        msgs[0].queue_offset,
+        rh.pop_time,
+        rh.invisible_time,
+        rh.revive_qid,
+        "0",
+        old.broker_name,
+        old.queue_id,
+        msgs[0].queue_offset,
+    )
     # the old handle is gone
     assert (await ack(c, msgs[0], "PopT")).code == ResponseCode.NO_MESSAGE
     assert (await change(c, msgs[0], "PopT", 1000)).code == ResponseCode.NO_MESSAGE
@@ -231,7 +281,9 @@ async def test_broker_pop_two_consumers_on_one_queue_get_disjoint_messages(env) 
     await produce(c, "PopOne", 70)  # queue 0 only
     c2 = await Connection.connect(b.address)
     try:
-        results = await asyncio.gather(*[pop(conn, clock, "PopOne", queue_id=0, max_nums=3) for conn in (c, c2) for _ in range(10)])
+        results = await asyncio.gather(
+            *[pop(conn, clock, "PopOne", queue_id=0, max_nums=3) for conn in (c, c2) for _ in range(10)]
+        )
     finally:
         await c2.close()
     seen = [m.queue_offset for r in results for m in _popped(r)]
@@ -242,7 +294,7 @@ async def test_broker_pop_two_consumers_on_one_queue_get_disjoint_messages(env) 
 
 
 async def test_broker_pop_filters_by_tag_and_skips_filtered_offsets(env) -> None:
-    b, svc, clock, c = env
+    b, _svc, clock, c = env
     for i, tag in enumerate(["a", "b", "a", "c"]):
         assert (await send(c, "PopTag", f"{tag}{i}".encode(), queue_id=0, tags=tag)).code == ResponseCode.SUCCESS
     msgs = _popped(await pop(c, clock, "PopTag", exp="a || c"))
@@ -253,14 +305,14 @@ async def test_broker_pop_filters_by_tag_and_skips_filtered_offsets(env) -> None
 
 
 async def test_broker_pop_init_mode_max_starts_at_the_last_message(env) -> None:
-    b, svc, clock, c = env
+    _b, _svc, clock, c = env
     await produce(c, "PopMax", 3)
     msgs = _popped(await pop(c, clock, "PopMax", init_mode=1, group="g-max"))
     assert [m.body for m in msgs] == [b"m2"]
 
 
 async def test_broker_pop_long_polling_returns_when_a_message_arrives(env) -> None:
-    b, svc, clock, c = env
+    _b, svc, clock, c = env
     await produce(c, "PopLP", 1)
     _popped(await pop(c, clock, "PopLP"))  # drain
     task = asyncio.ensure_future(pop(c, clock, "PopLP", poll_ms=8000))
@@ -275,7 +327,7 @@ async def test_broker_pop_long_polling_returns_when_a_message_arrives(env) -> No
 
 
 async def test_broker_pop_rejects_bad_requests(env) -> None:
-    b, svc, clock, c = env
+    _b, svc, clock, c = env
     await produce(c, "PopT", 1)
     assert (await pop(c, clock, "PopT", max_nums=33)).code == ResponseCode.INVALID_PARAMETER
     assert (await pop(c, clock, "NoSuchTopic")).code == ResponseCode.TOPIC_NOT_EXIST
@@ -285,7 +337,9 @@ async def test_broker_pop_rejects_bad_requests(env) -> None:
     bad = AckMessageRequestHeader(consumer_group=GROUP, topic="PopT", queue_id=0, extra_info="garbage", offset=0)
     r = await c.request(RemotingCommand.request(RequestCode.ACK_MESSAGE, bad.to_ext_fields()), TIMEOUT)
     assert r.code == ResponseCode.MESSAGE_ILLEGAL
-    far = AckMessageRequestHeader(consumer_group=GROUP, topic="PopT", queue_id=0, extra_info=msg.properties["POP_CK"], offset=99)
+    far = AckMessageRequestHeader(
+        consumer_group=GROUP, topic="PopT", queue_id=0, extra_info=msg.properties["POP_CK"], offset=99
+    )
     r = await c.request(RemotingCommand.request(RequestCode.ACK_MESSAGE, far.to_ext_fields()), TIMEOUT)
     assert r.code == ResponseCode.NO_MESSAGE
     r = await c.request(RemotingCommand.request(RequestCode.BATCH_ACK_MESSAGE, None, b""), TIMEOUT)
@@ -294,7 +348,7 @@ async def test_broker_pop_rejects_bad_requests(env) -> None:
 
 
 async def test_broker_pop_batch_ack_settles_every_listed_offset(env) -> None:
-    b, svc, clock, c = env
+    _b, svc, clock, c = env
     await produce(c, "PopT", 4)
     msgs = _popped(await pop(c, clock, "PopT"))
     handles = [ExtraInfo.parse(m.properties["POP_CK"]) for m in msgs[:3]]

@@ -14,7 +14,6 @@ from pathlib import Path
 import orjson
 import pytest
 from broker_testkit import TIMEOUT, heartbeat_cmd
-from waiting import wait_until
 
 from rocketpipe import Admin
 from rocketpipe.protocol.bodies.assignment import (
@@ -26,7 +25,12 @@ from rocketpipe.protocol.bodies.assignment import (
     QueryAssignmentResponseBody,
     SetMessageRequestModeRequestBody,
 )
-from rocketpipe.protocol.bodies.register import DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper
+from rocketpipe.protocol.bodies.register import (
+    DataVersion,
+    RegisterBrokerBody,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+)
 from rocketpipe.protocol.codes import RequestCode, ResponseCode
 from rocketpipe.protocol.command import RemotingCommand
 from rocketpipe.protocol.headers.route import RegisterBrokerRequestHeader
@@ -34,6 +38,7 @@ from rocketpipe.protocol.message import MessageQueue
 from rocketpipe.store.json_file import load_json
 from rocketpipe.testing.cluster import LocalCluster, local_cluster
 from rocketpipe.transport import Connection
+from waiting import wait_until
 
 TOPIC, GROUP = "ModeTopic", "mode-cg"
 POP, PULL = MessageRequestMode.POP, MessageRequestMode.PULL
@@ -51,11 +56,22 @@ async def call(conn: Connection, code: int, body: bytes) -> RemotingCommand:
     return await conn.request(RemotingCommand.request(code, {}, body), TIMEOUT)
 
 
-async def set_mode(conn: Connection, topic: str, group: str, mode: MessageRequestMode, share: int = 0) -> RemotingCommand:
-    return await call(conn, RequestCode.SET_MESSAGE_REQUEST_MODE, SetMessageRequestModeRequestBody(topic, group, mode, share).encode())
+async def set_mode(
+    conn: Connection, topic: str, group: str, mode: MessageRequestMode, share: int = 0
+) -> RemotingCommand:
+    return await call(
+        conn, RequestCode.SET_MESSAGE_REQUEST_MODE, SetMessageRequestModeRequestBody(topic, group, mode, share).encode()
+    )
 
 
-async def query(conn: Connection, client_id: str, *, topic: str = TOPIC, strategy: str = "AVG", model: MessageModel = MessageModel.CLUSTERING) -> QueryAssignmentResponseBody:
+async def query(
+    conn: Connection,
+    client_id: str,
+    *,
+    topic: str = TOPIC,
+    strategy: str = "AVG",
+    model: MessageModel = MessageModel.CLUSTERING,
+) -> QueryAssignmentResponseBody:
     body = QueryAssignmentRequestBody(topic, GROUP, client_id, strategy, model).encode()
     resp = await call(conn, RequestCode.QUERY_ASSIGNMENT, body)
     assert resp.code == ResponseCode.SUCCESS, resp.remark
@@ -121,7 +137,13 @@ async def test_set_mode_rejections_and_bad_bodies(cluster: LocalCluster, tmp_pat
         assert (r.code, r.remark) == (ResponseCode.NO_PERMISSION, "retry topic is not allowed to set mode")
         r = await set_mode(conn, "NoSuchTopic", GROUP, POP)
         assert (r.code, r.remark) == (ResponseCode.TOPIC_NOT_EXIST, "topic[NoSuchTopic] not exist")
-        for bad in (b"", b"{not json", b"[]", b'{"topic":"ModeTopic","consumerGroup":"g","mode":"PUSH"}', b'{"consumerGroup":"g"}'):
+        for bad in (
+            b"",
+            b"{not json",
+            b"[]",
+            b'{"topic":"ModeTopic","consumerGroup":"g","mode":"PUSH"}',
+            b'{"consumerGroup":"g"}',
+        ):
             r = await call(conn, RequestCode.SET_MESSAGE_REQUEST_MODE, bad)
             assert r.code == ResponseCode.SYSTEM_ERROR, bad
         r = await call(conn, RequestCode.GET_ALL_MESSAGE_REQUEST_MODE, b"")
@@ -135,7 +157,10 @@ async def test_set_mode_rejections_and_bad_bodies(cluster: LocalCluster, tmp_pat
         conn = await Connection.connect(c.broker_addr)
         try:
             r = await set_mode(conn, TOPIC, "unknown-cg", POP)
-            assert (r.code, r.remark) == (ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "subscription group does not exist")
+            assert (r.code, r.remark) == (
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                "subscription group does not exist",
+            )
         finally:
             await conn.close()
 
@@ -147,7 +172,9 @@ async def test_query_assignment_pull_mode_runs_the_named_strategy(cluster: Local
         assert queues(a) == {(0, PULL), (1, PULL)} and queues(b) == {(2, PULL), (3, PULL)}
         for r in (a, b):
             assert {x.message_queue.topic for x in r.message_queue_assignments or []} == {TOPIC}
-            assert {x.message_queue.broker_name for x in r.message_queue_assignments or []} == {cluster.broker.config.broker_name}
+            assert {x.message_queue.broker_name for x in r.message_queue_assignments or []} == {
+                cluster.broker.config.broker_name
+            }
         assert queues(await query(conns[0], "c0", strategy="AVG_BY_CIRCLE")) == {(0, PULL), (2, PULL)}
         # not registered in the group: release everything; broadcasting: every queue
         assert queues(await query(conns[0], "stranger")) == set()
@@ -169,7 +196,11 @@ async def test_query_assignment_pull_mode_runs_the_named_strategy(cluster: Local
 
 async def _until_members(conn: Connection, n: int) -> None:
     async def ok() -> bool:
-        r = await call(conn, RequestCode.QUERY_ASSIGNMENT, QueryAssignmentRequestBody(TOPIC, GROUP, "c0", "AVG", MessageModel.CLUSTERING).encode())
+        r = await call(
+            conn,
+            RequestCode.QUERY_ASSIGNMENT,
+            QueryAssignmentRequestBody(TOPIC, GROUP, "c0", "AVG", MessageModel.CLUSTERING).encode(),
+        )
         got = QueryAssignmentResponseBody.decode(bytes(r.body)).message_queue_assignments or []
         return len(got) == 4 // n
 
@@ -183,7 +214,9 @@ async def test_query_assignment_pop_mode(cluster: LocalCluster) -> None:
         assert (await set_mode(conns[0], TOPIC, GROUP, POP, 0)).code == ResponseCode.SUCCESS
         for i, c in enumerate(conns):
             r = await query(c, f"c{i}")
-            assert r.message_queue_assignments == [MessageQueueAssignment(MessageQueue(TOPIC, cluster.broker.config.broker_name, -1), POP)]
+            assert r.message_queue_assignments == [
+                MessageQueueAssignment(MessageQueue(TOPIC, cluster.broker.config.broker_name, -1), POP)
+            ]
         # popShareQueueNum 1 of 3 clients, 4 queues: own AVG share + the next client's
         assert (await set_mode(conns[0], TOPIC, GROUP, POP, 1)).code == ResponseCode.SUCCESS
         got = [queues(await query(c, f"c{i}")) for i, c in enumerate(conns)]
@@ -223,11 +256,18 @@ async def test_query_assignment_uses_every_broker_of_the_name_server_route(clust
     broker's queues are assigned too, and POP share-all gives one queue -1 per broker."""
     # (a first registration with one topic only is refused, as Java's RouteInfoManager does)
     topics = {t: TopicConfig(t, n, n, 6) for t, n in (("TBW102", 8), (TOPIC, 2))}
-    wrapper = TopicConfigSerializeWrapper(topic_config_table=topics, data_version=DataVersion(0, cluster.broker.clock.now_ms(), 1))
+    wrapper = TopicConfigSerializeWrapper(
+        topic_config_table=topics, data_version=DataVersion(0, cluster.broker.clock.now_ms(), 1)
+    )
     body = RegisterBrokerBody(wrapper).encode()
     header = RegisterBrokerRequestHeader(
-        broker_name="broker-z", broker_addr="127.0.0.9:10911", cluster_name="DefaultCluster", ha_server_addr="127.0.0.9:10912",
-        broker_id=0, compressed=False, body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
+        broker_name="broker-z",
+        broker_addr="127.0.0.9:10911",
+        cluster_name="DefaultCluster",
+        ha_server_addr="127.0.0.9:10912",
+        broker_id=0,
+        compressed=False,
+        body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
     )
     # the name server forgets a broker when its registering connection closes: keep it open
     ns = await Connection.connect(cluster.namesrv_addr)
@@ -240,7 +280,9 @@ async def test_query_assignment_uses_every_broker_of_the_name_server_route(clust
         assert got == {("broker-a", q) for q in range(4)} | {("broker-z", q) for q in range(2)}
         assert (await set_mode(conn, TOPIC, GROUP, POP, 0)).code == ResponseCode.SUCCESS
         r = await query(conn, "c0")
-        assert {(a.message_queue.broker_name, a.message_queue.queue_id, a.mode) for a in r.message_queue_assignments or []} == {
+        assert {
+            (a.message_queue.broker_name, a.message_queue.queue_id, a.mode) for a in r.message_queue_assignments or []
+        } == {
             ("broker-a", -1, POP),
             ("broker-z", -1, POP),
         }

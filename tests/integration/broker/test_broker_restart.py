@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from broker_testkit import TIMEOUT, pull, records, send
-from waiting import wait_until
 
 from rocketpipe.broker import Broker, BrokerConfig
 from rocketpipe.protocol.codes import RequestCode, ResponseCode
@@ -17,6 +16,7 @@ from rocketpipe.protocol.command import RemotingCommand
 from rocketpipe.protocol.headers.offset import QueryConsumerOffsetRequestHeader, UpdateConsumerOffsetRequestHeader
 from rocketpipe.store import MessageStore, load_json
 from rocketpipe.transport import Connection
+from waiting import wait_until
 
 SEG = 1 << 20
 
@@ -80,11 +80,16 @@ def flush_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
     return calls
 
 
-async def test_broker_sync_flush_group_commit_batches_fsyncs(tmp_path: Path, flush_calls: list[dict[str, object]]) -> None:
+async def test_broker_sync_flush_group_commit_batches_fsyncs(
+    tmp_path: Path, flush_calls: list[dict[str, object]]
+) -> None:
     # the periodic flush loop is parked for the whole test: every flush below is a group commit
     cfg = BrokerConfig(
-        store_dir=tmp_path, mapped_file_size_commit_log=SEG, flush_disk_type="SYNC_FLUSH",
-        flush_interval_commit_log_ms=3_600_000, flush_interval_consume_queue_ms=3_600_000,
+        store_dir=tmp_path,
+        mapped_file_size_commit_log=SEG,
+        flush_disk_type="SYNC_FLUSH",
+        flush_interval_commit_log_ms=3_600_000,
+        flush_interval_consume_queue_ms=3_600_000,
     )
     async with Broker(cfg) as b:
         flush_calls.clear()  # the store's own flush after its first (unclean) load
@@ -102,10 +107,15 @@ async def test_broker_sync_flush_group_commit_batches_fsyncs(tmp_path: Path, flu
             await c.close()
 
 
-async def test_broker_periodic_flush_uses_the_configured_pages_and_intervals(tmp_path: Path, flush_calls: list[dict[str, object]]) -> None:
+async def test_broker_periodic_flush_uses_the_configured_pages_and_intervals(
+    tmp_path: Path, flush_calls: list[dict[str, object]]
+) -> None:
     cfg = BrokerConfig(
-        store_dir=tmp_path, mapped_file_size_commit_log=SEG, flush_interval_commit_log_ms=20,
-        flush_commit_log_least_pages=0, flush_interval_consume_queue_ms=3_600_000,
+        store_dir=tmp_path,
+        mapped_file_size_commit_log=SEG,
+        flush_interval_commit_log_ms=20,
+        flush_commit_log_least_pages=0,
+        flush_interval_consume_queue_ms=3_600_000,
     )
     async with Broker(cfg) as b:
         flush_calls.clear()  # the store's own flush after its first (unclean) load
@@ -113,8 +123,12 @@ async def test_broker_periodic_flush_uses_the_configured_pages_and_intervals(tmp
         try:
             assert (await send(c, "TopicPF", b"small")).code == ResponseCode.SUCCESS
             # far below 4 pages: only least_pages=0 (not a hard-coded 4 / 10 s thorough) flushes it
-            await wait_until(lambda: b.store.flushed_offset >= b.store.get_max_phy_offset(), timeout=5, what="commit log flushed")
-            assert flush_calls and all(kw == {"consume_queues": False, "least_pages": 0} for kw in flush_calls), flush_calls[:3]
+            await wait_until(
+                lambda: b.store.flushed_offset >= b.store.get_max_phy_offset(), timeout=5, what="commit log flushed"
+            )
+            assert flush_calls and all(kw == {"consume_queues": False, "least_pages": 0} for kw in flush_calls), (
+                flush_calls[:3]
+            )
         finally:
             await c.close()
 
@@ -124,8 +138,17 @@ async def test_broker_sync_flush_survives_kill_9(tmp_path: Path) -> None:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[3] / "src"), env.get("PYTHONPATH", "")])
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "rocketpipe.broker", "--store-dir", str(store), "--flush-disk-type", "SYNC_FLUSH",
-        "--commitlog-file-size", str(SEG), stdout=asyncio.subprocess.PIPE, env=env,
+        sys.executable,
+        "-m",
+        "rocketpipe.broker",
+        "--store-dir",
+        str(store),
+        "--flush-disk-type",
+        "SYNC_FLUSH",
+        "--commitlog-file-size",
+        str(SEG),
+        stdout=asyncio.subprocess.PIPE,
+        env=env,
     )
     try:
         assert proc.stdout is not None

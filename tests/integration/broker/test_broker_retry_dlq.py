@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from broker_testkit import TIMEOUT, pull, records, send
-from waiting import wait_until
 
 from rocketpipe.broker import Broker, BrokerConfig
 from rocketpipe.protocol import message as pm
@@ -15,6 +14,7 @@ from rocketpipe.protocol.command import RemotingCommand
 from rocketpipe.protocol.headers.consumer import ConsumerSendMsgBackRequestHeader
 from rocketpipe.testing import FakeClock
 from rocketpipe.transport import Connection
+from waiting import wait_until
 
 
 @pytest.fixture
@@ -26,10 +26,16 @@ async def env(tmp_path: Path):
         await c.close()
 
 
-async def _send_back(c: Connection, msg: pm.MessageExt, group: str, *, delay_level: int = 0, max_times: int | None = None) -> RemotingCommand:
+async def _send_back(
+    c: Connection, msg: pm.MessageExt, group: str, *, delay_level: int = 0, max_times: int | None = None
+) -> RemotingCommand:
     h = ConsumerSendMsgBackRequestHeader(
-        offset=msg.commit_log_offset, group=group, delay_level=delay_level, origin_msg_id=msg.msg_id,
-        origin_topic=msg.topic, max_reconsume_times=max_times,
+        offset=msg.commit_log_offset,
+        group=group,
+        delay_level=delay_level,
+        origin_msg_id=msg.msg_id,
+        origin_topic=msg.topic,
+        max_reconsume_times=max_times,
     )
     return await c.request(RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, h.to_ext_fields()), TIMEOUT)
 
@@ -99,7 +105,9 @@ async def test_broker_send_back_default_max_is_sixteen_and_negative_level_dead_l
     assert (await _send_back(c, msg, "cg", delay_level=1)).code == ResponseCode.SUCCESS
     assert broker.store.get_max_offset("SCHEDULE_TOPIC_XXXX", 0) == 1
     clock.advance(1.0)
-    await wait_until(lambda: broker.store.get_max_offset("%RETRY%cg", 0) == 1, timeout=5, what="level-1 retry delivered")
+    await wait_until(
+        lambda: broker.store.get_max_offset("%RETRY%cg", 0) == 1, timeout=5, what="level-1 retry delivered"
+    )
 
 
 async def test_broker_send_back_of_an_unknown_offset_is_a_system_error(env) -> None:
@@ -163,7 +171,9 @@ async def test_broker_delivered_copy_keeps_delay_and_is_not_rescheduled(env) -> 
     last = len(broker.delay_levels)  # level above the table: clamped to the last one (2h)
     assert broker.store.get_max_offset("SCHEDULE_TOPIC_XXXX", last - 1) == 1
     clock.advance(broker.delay_levels[-1] / 1000.0)
-    await wait_until(lambda: broker.store.get_max_offset("TopicKeep", 2) == 1, timeout=5, what="delayed message delivered")
+    await wait_until(
+        lambda: broker.store.get_max_offset("TopicKeep", 2) == 1, timeout=5, what="delayed message delivered"
+    )
     # more schedule ticks, far in the future: still one schedule record, one delivered copy
     for _ in range(3):
         broker.schedule.deliver_due(clock.now_ms() + 10 * broker.delay_levels[-1])

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from waiting import wait_until
 
 import rocketpipe.broker.broker as broker_module
 from rocketpipe.broker import Broker, BrokerConfig
@@ -16,6 +15,7 @@ from rocketpipe.broker.groups import ClientChannel
 from rocketpipe.broker.pull_hold import HeldPull
 from rocketpipe.protocol.command import RemotingCommand
 from rocketpipe.store import load_json, save_json
+from waiting import wait_until
 
 
 @pytest.fixture
@@ -28,7 +28,9 @@ def _held(channel: object) -> HeldPull:
     return HeldPull(topic="T", queue_id=0, offset=0, deadline=0.0, code_set=None, request=None, channel=channel)
 
 
-async def test_broker_one_failing_answer_does_not_lose_the_other_released_pulls(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_broker_one_failing_answer_does_not_lose_the_other_released_pulls(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
     answered: list[object] = []
 
     def rerun(entry: HeldPull) -> None:
@@ -41,7 +43,9 @@ async def test_broker_one_failing_answer_does_not_lose_the_other_released_pulls(
     assert answered == ["a", "b"]
 
 
-async def test_broker_persist_restores_the_dirty_flag_when_a_write_fails(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_broker_persist_restores_the_dirty_flag_when_a_write_fails(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def failing(path: Path, obj: Any) -> None:
         if path.name == "topics.json":
             raise OSError(28, "No space left on device")
@@ -95,7 +99,11 @@ async def test_broker_never_writes_one_json_file_twice_at_once(broker: Broker, m
         await first
     second = asyncio.create_task(broker._persist(force=True))
     # either the second write of topics.json overlaps the first (the bug) or it waits for it
-    await wait_until(lambda: bool(overlaps) or getattr(broker, "save_waits", 0) > 0, timeout=5, what="second persist reached topics.json")
+    await wait_until(
+        lambda: bool(overlaps) or getattr(broker, "save_waits", 0) > 0,
+        timeout=5,
+        what="second persist reached topics.json",
+    )
     gate.set()
     await second
     assert overlaps == []

@@ -73,13 +73,25 @@ async def test_broker_pull_status_table(conn: Connection, broker: Broker) -> Non
     assert r.code == ResponseCode.PULL_OFFSET_MOVED and r.ext_fields["nextBeginOffset"] == "0"
     # caught up (offset == max): PULL_NOT_FOUND OFFSET_OVERFLOW_ONE
     r = await pull(conn, "g", "TopicS", 0, 3)
-    assert (r.code, r.remark, r.ext_fields["nextBeginOffset"]) == (ResponseCode.PULL_NOT_FOUND, "OFFSET_OVERFLOW_ONE", "3")
+    assert (r.code, r.remark, r.ext_fields["nextBeginOffset"]) == (
+        ResponseCode.PULL_NOT_FOUND,
+        "OFFSET_OVERFLOW_ONE",
+        "3",
+    )
     # beyond max: PULL_OFFSET_MOVED (OFFSET_OVERFLOW_BADLY) to max
     r = await pull(conn, "g", "TopicS", 0, 10)
-    assert (r.code, r.remark, r.ext_fields["nextBeginOffset"]) == (ResponseCode.PULL_OFFSET_MOVED, "OFFSET_OVERFLOW_BADLY", "3")
+    assert (r.code, r.remark, r.ext_fields["nextBeginOffset"]) == (
+        ResponseCode.PULL_OFFSET_MOVED,
+        "OFFSET_OVERFLOW_BADLY",
+        "3",
+    )
     # below min: PULL_OFFSET_MOVED (OFFSET_TOO_SMALL) to min
     r = await pull(conn, "g", "TopicS", 0, -1)
-    assert (r.code, r.remark, r.ext_fields["nextBeginOffset"]) == (ResponseCode.PULL_OFFSET_MOVED, "OFFSET_TOO_SMALL", "0")
+    assert (r.code, r.remark, r.ext_fields["nextBeginOffset"]) == (
+        ResponseCode.PULL_OFFSET_MOVED,
+        "OFFSET_TOO_SMALL",
+        "0",
+    )
     # found, limited by maxMsgNums
     r = await pull(conn, "g", "TopicS", 0, 1, max_nums=1)
     assert r.code == ResponseCode.SUCCESS and [m.body for m in records(r)] == [b"x1"]
@@ -135,7 +147,12 @@ async def test_broker_malformed_requests_get_errors_and_the_connection_keeps_wor
     assert r.code == ResponseCode.SYSTEM_ERROR
     r = await conn.request(RemotingCommand.request(RequestCode.HEART_BEAT, {}, b"{not json"), TIMEOUT)
     assert r.code == ResponseCode.SYSTEM_ERROR
-    r = await conn.request(RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, send_cmd("TopicM", b"\x00\x01", batch=True).ext_fields, b"\x00\x01"), TIMEOUT)
+    r = await conn.request(
+        RemotingCommand.request(
+            RequestCode.SEND_BATCH_MESSAGE, send_cmd("TopicM", b"\x00\x01", batch=True).ext_fields, b"\x00\x01"
+        ),
+        TIMEOUT,
+    )
     assert r.code == ResponseCode.MESSAGE_ILLEGAL
     r = await conn.request(RemotingCommand.request(99999, {}), TIMEOUT)
     assert r.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED

@@ -22,10 +22,10 @@ class FakeQuery:
         self.recentProgress: list[dict[str, int]] = [{"numInputRows": 10}]
 
     @property
-    def isActive(self) -> bool:  # noqa: N802 - Spark's name
+    def isActive(self) -> bool:
         return self._polls > 0 and not self.stopped
 
-    def awaitTermination(self, timeout: float) -> bool:  # noqa: N802 - Spark's name
+    def awaitTermination(self, timeout: float) -> bool:
         self._polls -= 1
         return not self.isActive
 
@@ -66,8 +66,10 @@ def test_cli_supervise_raises_other_failures_and_stops_the_rest() -> None:
     started: list[FakeQuery] = []
     with pytest.raises(RuntimeError, match="AnalysisException"):
         supervise(
-            {"ids": starter([FakeQuery("ids", 1, "AnalysisException: bad column")], started),
-             "stats": starter([FakeQuery("stats", 100)], started)},
+            {
+                "ids": starter([FakeQuery("ids", 1, "AnalysisException: bad column")], started),
+                "stats": starter([FakeQuery("stats", 100)], started),
+            },
             timeout=30,
             poll_s=0,
         )

@@ -35,7 +35,18 @@ class ServeProcess:
     def __init__(self, data_dir: Path) -> None:
         env = {k: v for k, v in os.environ.items() if k != "NAMESRV_ADDR"}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rocketpipe", "serve", "--port", "0", "--namesrv-port", "0", "--data-dir", str(data_dir)],
+            [
+                sys.executable,
+                "-m",
+                "rocketpipe",
+                "serve",
+                "--port",
+                "0",
+                "--namesrv-port",
+                "0",
+                "--data-dir",
+                str(data_dir),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -75,7 +86,9 @@ def served(tmp_path: Path) -> Iterator[ServeProcess]:
     proc = ServeProcess(tmp_path / "store")
     try:
         wait_until_sync(
-            lambda: "ready" in proc.output() or proc.proc.poll() is not None, timeout=60, what="rocketpipe serve to be ready"
+            lambda: "ready" in proc.output() or proc.proc.poll() is not None,
+            timeout=60,
+            what="rocketpipe serve to be ready",
         )
         assert proc.proc.poll() is None, f"serve exited early:\n{proc.output()}"
         yield proc
@@ -88,18 +101,48 @@ def test_cli_produce_then_consume_round_trip(served: ServeProcess) -> None:
     assert re.fullmatch(r"127\.0\.0\.1:\d+", served.address(r"broker broker-a listening on (\S+)"))
 
     produced = runner.invoke(
-        app, ["produce", "cli-topic", "--namesrv", namesrv, "--body", "hello rocketpipe", "--tag", "TagA", "--key", "k1", "--count", "3"]
+        app,
+        [
+            "produce",
+            "cli-topic",
+            "--namesrv",
+            namesrv,
+            "--body",
+            "hello rocketpipe",
+            "--tag",
+            "TagA",
+            "--key",
+            "k1",
+            "--count",
+            "3",
+        ],
     )
     assert produced.exit_code == 0, produced.output
     assert produced.output.count("SEND_OK") == 3
     assert "sent 3 message(s) to cli-topic" in produced.output
 
-    from_stdin = runner.invoke(app, ["produce", "cli-topic", "--namesrv", namesrv, "--tag", "TagB"], input="line one\n\nline two\n")
+    from_stdin = runner.invoke(
+        app, ["produce", "cli-topic", "--namesrv", namesrv, "--tag", "TagB"], input="line one\n\nline two\n"
+    )
     assert from_stdin.exit_code == 0, from_stdin.output
     assert from_stdin.output.count("SEND_OK") == 2
 
     consumed = runner.invoke(
-        app, ["consume", "cli-topic", "--namesrv", namesrv, "--group", "cli-group", "--count", "5", "--timeout", "60", "--from", "first"]
+        app,
+        [
+            "consume",
+            "cli-topic",
+            "--namesrv",
+            namesrv,
+            "--group",
+            "cli-group",
+            "--count",
+            "5",
+            "--timeout",
+            "60",
+            "--from",
+            "first",
+        ],
     )
     assert consumed.exit_code == 0, consumed.output
     assert consumed.output.count("hello rocketpipe") == 3
@@ -118,7 +161,20 @@ def test_cli_produce_then_consume_round_trip(served: ServeProcess) -> None:
 
     # Only TagB matches: the group `tagb-group` sees exactly the two stdin lines.
     filtered = runner.invoke(
-        app, ["consume", "cli-topic", "TagB", "--namesrv", namesrv, "--group", "tagb-group", "--count", "2", "--timeout", "60"]
+        app,
+        [
+            "consume",
+            "cli-topic",
+            "TagB",
+            "--namesrv",
+            namesrv,
+            "--group",
+            "tagb-group",
+            "--count",
+            "2",
+            "--timeout",
+            "60",
+        ],
     )
     assert filtered.exit_code == 0, filtered.output
     assert "hello rocketpipe" not in filtered.output
@@ -132,7 +188,9 @@ def test_cli_consume_times_out_before_count(served: ServeProcess) -> None:
     namesrv = served.address(r"name server listening on (\S+)")
     produced = runner.invoke(app, ["produce", "few", "--namesrv", namesrv, "--body", "only one"])
     assert produced.exit_code == 0, produced.output
-    result = runner.invoke(app, ["consume", "few", "--namesrv", namesrv, "--group", "g-timeout", "--count", "2", "--timeout", "5"])
+    result = runner.invoke(
+        app, ["consume", "few", "--namesrv", namesrv, "--group", "g-timeout", "--count", "2", "--timeout", "5"]
+    )
     assert result.exit_code == EXIT_TIMEOUT, result.output
     assert "only one" in result.output
     assert "received 1 of 2" in result.output
@@ -142,7 +200,9 @@ def test_cli_consume_times_out_before_count(served: ServeProcess) -> None:
     assert "no-such-topic has no route yet" in missing.output
 
 
-@pytest.mark.parametrize("command", [["produce", "t", "--body", "x"], ["consume", "t", "--count", "1", "--timeout", "30"]])
+@pytest.mark.parametrize(
+    "command", [["produce", "t", "--body", "x"], ["consume", "t", "--count", "1", "--timeout", "30"]]
+)
 def test_cli_without_name_server_exits_with_connection_code(command: list[str]) -> None:
     # Port 1 on loopback refuses connections.
     result = runner.invoke(app, [*command, "--namesrv", "127.0.0.1:1"])

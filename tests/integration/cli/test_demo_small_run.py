@@ -24,7 +24,18 @@ def test_demo_small_run_reconciles(tmp_path: Path) -> None:
     out_dir = tmp_path / "demo"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, COLUMNS="160")
     proc = subprocess.run(
-        [sys.executable, "-m", "rocketpipe", "demo", "--limit", str(LIMIT), "--out-dir", str(out_dir), "--max-offsets-per-trigger", "1000"],
+        [
+            sys.executable,
+            "-m",
+            "rocketpipe",
+            "demo",
+            "--limit",
+            str(LIMIT),
+            "--out-dir",
+            str(out_dir),
+            "--max-offsets-per-trigger",
+            "1000",
+        ],
         capture_output=True,
         text=True,
         timeout=400,

@@ -9,7 +9,6 @@ The same calls against Apache RocketMQ 5.3.3 / 4.9.7: tests/interop/test_interop
 from __future__ import annotations
 
 import pytest
-from waiting import wait_until
 
 from rocketpipe import (
     Admin,
@@ -27,12 +26,15 @@ from rocketpipe.errors import BrokerError
 from rocketpipe.protocol.codes import RequestCode, ResponseCode
 from rocketpipe.protocol.command import RemotingCommand
 from rocketpipe.testing.cluster import LocalCluster
+from waiting import wait_until
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
 
 async def _consumer(cluster: LocalCluster, group: str, topic: str, got: list[MessageExt]) -> PushConsumer:
-    c = PushConsumer(group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    c = PushConsumer(
+        group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
     c.subscribe(topic, "*")
 
     async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
@@ -50,9 +52,15 @@ async def test_running_info_and_consume_directly_forwarded_by_the_broker(cluster
     got: list[MessageExt] = []
     consumer = await _consumer(cluster, group, topic, got)
     mq = MessageQueue(topic, cluster.broker.config.broker_name, 0)
-    async with Producer("pg-admcall", namesrv_addr=cluster.namesrv_addr) as p, consumer, Admin(cluster.namesrv_addr) as admin:
+    async with (
+        Producer("pg-admcall", namesrv_addr=cluster.namesrv_addr) as p,
+        consumer,
+        Admin(cluster.namesrv_addr) as admin,
+    ):
         sent = [await p.send(Message.build(topic, f"m{i}", keys=f"k{i}")) for i in range(3)]
-        await wait_until(lambda: len(got) == 3 and consumer.committed_offsets().get(mq) == 3, timeout=20, what="3 consumed")
+        await wait_until(
+            lambda: len(got) == 3 and consumer.committed_offsets().get(mq) == 3, timeout=20, what="3 consumed"
+        )
         info = await admin.get_consumer_running_info(group, consumer.client_id)
         assert {s.topic for s in info.subscription_set} == {topic, f"%RETRY%{group}"}
         assert info.mq_table[mq]["commitOffset"] == 3
@@ -60,7 +68,10 @@ async def test_running_info_and_consume_directly_forwarded_by_the_broker(cluster
         assert (await admin.get_consumer_running_info(group, consumer.client_id, jstack=True)).jstack
         with pytest.raises(BrokerError) as err:
             await admin.get_consumer_running_info(group, "nobody@x")
-        assert (err.value.response_code, err.value.remark) == (ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <nobody@x> not online")
+        assert (err.value.response_code, err.value.remark) == (
+            ResponseCode.SYSTEM_ERROR,
+            f"The Consumer <{group}> <nobody@x> not online",
+        )
 
         result = await admin.consume_message_directly(group, consumer.client_id, topic, sent[1].offset_msg_id)
         assert result.consume_result is CMResult.CR_SUCCESS and result.order is False
@@ -69,8 +80,14 @@ async def test_running_info_and_consume_directly_forwarded_by_the_broker(cluster
 
         # CONSUME_MESSAGE_DIRECTLY: the broker adds brokerName and the stored record
         h = {"consumerGroup": group, "clientId": consumer.client_id, "msgId": sent[2].offset_msg_id, "topic": topic}
-        resp = await admin.runtime.pool.request(cluster.broker_addr, RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, h), 5.0)
-        assert resp.code == ResponseCode.SUCCESS and got[4].body == b"m2" and got[4].broker_name == cluster.broker.config.broker_name
+        resp = await admin.runtime.pool.request(
+            cluster.broker_addr, RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, h), 5.0
+        )
+        assert (
+            resp.code == ResponseCode.SUCCESS
+            and got[4].body == b"m2"
+            and got[4].broker_name == cluster.broker.config.broker_name
+        )
 
         cc = await admin.examine_consumer_connection_info(group)
         assert [c.client_id for c in cc.connection_set] == [consumer.client_id]
@@ -84,9 +101,15 @@ async def test_running_info_and_consume_directly_forwarded_by_the_broker(cluster
 
         stats = await admin.examine_topic_stats(topic)
         assert (stats.offset_table[mq].min_offset, stats.offset_table[mq].max_offset) == (0, 3)
-        await wait_until(lambda: cluster.broker.offsets.query(group, topic, 0) == 3, timeout=10, what="offset committed")
+        await wait_until(
+            lambda: cluster.broker.offsets.query(group, topic, 0) == 3, timeout=10, what="offset committed"
+        )
         cs = await admin.examine_consume_stats(group, topic)
-        assert (cs.offset_table[mq].broker_offset, cs.offset_table[mq].consumer_offset, cs.compute_total_diff()) == (3, 3, 0)
+        assert (cs.offset_table[mq].broker_offset, cs.offset_table[mq].consumer_offset, cs.compute_total_diff()) == (
+            3,
+            3,
+            0,
+        )
 
         # server-side reset: the running consumer consumes 1..2 again
         t = got[1].store_timestamp
@@ -119,7 +142,9 @@ async def test_server_side_reset_explicit_offset_range(cluster: LocalCluster) ->
                 await p.send(Message.build(topic, f"m{i}"))
 
         async def reset(offset: int) -> RemotingCommand:
-            h = ResetOffsetRequestHeader(group=group, topic=topic, queue_id=0, offset=offset, timestamp=0, is_force=True)
+            h = ResetOffsetRequestHeader(
+                group=group, topic=topic, queue_id=0, offset=offset, timestamp=0, is_force=True
+            )
             cmd = RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, h.to_ext_fields())
             return await admin.runtime.pool.request(cluster.broker_addr, cmd, 5.0)
 
@@ -128,4 +153,6 @@ async def test_server_side_reset_explicit_offset_range(cluster: LocalCluster) ->
         assert cluster.broker.offsets.query(group, topic, 0) == -1
         ok = await reset(4)  # max + 1 is accepted, as in Java
         assert ok.code == ResponseCode.SUCCESS
-        assert ResetOffsetBody.decode(bytes(ok.body)).offset_table == {MessageQueue(topic, cluster.broker.config.broker_name, 0): 4}
+        assert ResetOffsetBody.decode(bytes(ok.body)).offset_table == {
+            MessageQueue(topic, cluster.broker.config.broker_name, 0): 4
+        }

@@ -16,8 +16,6 @@ import os
 import sys
 from pathlib import Path
 
-from waiting import wait_until
-
 from rocketpipe import (
     Admin,
     ConsumeConcurrentlyContext,
@@ -34,6 +32,7 @@ from rocketpipe.client.config import ClientConfig
 from rocketpipe.errors import RocketMQError
 from rocketpipe.namesrv import NameServer
 from rocketpipe.testing.cluster import LocalCluster
+from waiting import wait_until
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 SCRIPT = Path(__file__).with_name("awkward_consumer.py")
@@ -51,7 +50,9 @@ async def create_and_send(namesrv: str, topic: str, queues: int, n: int, prefix:
 
 
 def collecting_consumer(namesrv: str, group: str, topic: str, got: list[str], **kw: object) -> PushConsumer:
-    consumer = PushConsumer(group, namesrv_addr=namesrv, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **kw)  # type: ignore[arg-type]
+    consumer = PushConsumer(
+        group, namesrv_addr=namesrv, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **kw
+    )  # type: ignore[arg-type]
     consumer.subscribe(topic)
 
     async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
@@ -72,8 +73,15 @@ async def test_consumer_killed_mid_batch_loses_nothing(cluster: LocalCluster, tm
     env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
     with open(tmp_path / "consumer-a.log", "wb") as err:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, str(SCRIPT), cluster.namesrv_addr, group, topic, "4",
-            stdout=asyncio.subprocess.PIPE, stderr=err, env=env,
+            sys.executable,
+            str(SCRIPT),
+            cluster.namesrv_addr,
+            group,
+            topic,
+            "4",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=err,
+            env=env,
         )
     acked_by_a: set[str] = set()
     held: list[str] = []
@@ -98,7 +106,9 @@ async def test_consumer_killed_mid_batch_loses_nothing(cluster: LocalCluster, tm
     got_b: list[str] = []
     b = collecting_consumer(cluster.namesrv_addr, group, topic, got_b)
     async with b:
-        await wait_until(lambda: acked_by_a | set(got_b) >= set(sent), timeout=60, what="every message consumed by A or B")
+        await wait_until(
+            lambda: acked_by_a | set(got_b) >= set(sent), timeout=60, what="every message consumed by A or B"
+        )
     assert acked_by_a | set(got_b) == set(sent)  # nothing lost, nothing invented
     assert set(held) <= set(got_b)  # the killed batch was delivered again
 
@@ -146,7 +156,10 @@ async def test_broker_restart_during_consumption(tmp_path: Path) -> None:
                     acked.add(body)
                 await asyncio.sleep(0.005)  # pacing: about 100 sends a second at most
 
-        async with consumer, Producer("pg-awk-restart", config=dataclasses.replace(client_cfg, instance_name="producer")) as p:
+        async with (
+            consumer,
+            Producer("pg-awk-restart", config=dataclasses.replace(client_cfg, instance_name="producer")) as p,
+        ):
             task = asyncio.create_task(produce(p))
             try:
                 await wait_until(lambda: len(got) >= 20, timeout=30, what="consumption under way")
@@ -187,7 +200,9 @@ async def test_rebalance_with_a_batch_in_flight_never_commits_past_it(cluster: L
     holding: set[int] = set()
     done_a: set[tuple[int, int]] = set()
     done_b: set[tuple[int, int]] = set()
-    a = PushConsumer(group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    a = PushConsumer(
+        group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
     a.subscribe(topic)
 
     async def slow(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
@@ -199,7 +214,9 @@ async def test_rebalance_with_a_batch_in_flight_never_commits_past_it(cluster: L
         return OK
 
     a.register_message_listener(slow)
-    b = PushConsumer(group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    b = PushConsumer(
+        group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
     b.subscribe(topic)
 
     async def fast(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
@@ -226,23 +243,34 @@ async def test_rebalance_with_a_batch_in_flight_never_commits_past_it(cluster: L
                 # A finished everything else it pulled; its offsets stop at the held message
                 await wait_until(lambda: len(done_a) == 18, timeout=30, what="A consumed the rest")
                 await wait_until(
-                    lambda: [a.committed_offsets().get(mq) for mq in a.assigned_queues() if mq.topic == topic] == [held_offset] * 2, timeout=10,
+                    lambda: (
+                        [a.committed_offsets().get(mq) for mq in a.assigned_queues() if mq.topic == topic]
+                        == [held_offset] * 2
+                    ),
+                    timeout=10,
                     what="A's offsets stop at the held message",
                 )
                 async with b:
                     await wait_until(
-                        lambda: len(queues_of(a, topic)) == 1 and len(queues_of(b, topic)) == 1, timeout=30, what="1 + 1 split"
+                        lambda: len(queues_of(a, topic)) == 1 and len(queues_of(b, topic)) == 1,
+                        timeout=30,
+                        what="1 + 1 split",
                     )
                     (moved,) = queues_of(b, topic)
                     kept = 1 - moved
                     # B starts the moved queue at the held message, not after it
-                    await wait_until(lambda: (moved, held_offset) in done_b, timeout=30, what="B gets the in-flight message")
+                    await wait_until(
+                        lambda: (moved, held_offset) in done_b, timeout=30, what="B gets the in-flight message"
+                    )
                     release.set()
-                    await wait_until(lambda: (kept, held_offset) in done_a, timeout=10, what="A finishes its own held message")
+                    await wait_until(
+                        lambda: (kept, held_offset) in done_a, timeout=10, what="A finishes its own held message"
+                    )
                     await wait_until(lambda: done_a | done_b >= every, timeout=30, what="every message consumed")
                     await wait_until(
                         lambda: all(cluster.broker.offsets.query(group, topic, q) == 10 for q in (0, 1)),
-                        timeout=30, what="both queues committed to the end",
+                        timeout=30,
+                        what="both queues committed to the end",
                     )
             finally:
                 release.set()  # never leave a listener blocked: close() waits for batches in flight

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from waiting import wait_until
-
 from rocketpipe import (
     Admin,
     ConsumeConcurrentlyContext,
@@ -22,12 +20,15 @@ from rocketpipe.client.consumer.listener import MessageModel
 from rocketpipe.client.consumer.local_offsets import decode_offsets, local_offsets_path
 from rocketpipe.client.consumer.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from rocketpipe.testing.cluster import LocalCluster
+from waiting import wait_until
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
 
 
-def broadcast_consumer(c: LocalCluster, group: str, topic: str, name: str, got: list[MessageExt], offsets_dir: Path, **kw: object) -> PushConsumer:
+def broadcast_consumer(
+    c: LocalCluster, group: str, topic: str, name: str, got: list[MessageExt], offsets_dir: Path, **kw: object
+) -> PushConsumer:
     consumer = PushConsumer(
         group,
         config=ClientConfig(namesrv_addr=c.namesrv_addr, instance_name=name),
@@ -46,7 +47,9 @@ def broadcast_consumer(c: LocalCluster, group: str, topic: str, name: str, got: 
     return consumer
 
 
-async def test_every_consumer_gets_every_message_and_restart_resumes_from_file(cluster: LocalCluster, tmp_path: Path) -> None:
+async def test_every_consumer_gets_every_message_and_restart_resumes_from_file(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
     topic, group = "Bcast", "cg-bcast"
     offsets_dir = tmp_path / "offsets"
     async with Admin(cluster.namesrv_addr) as admin:
@@ -58,9 +61,15 @@ async def test_every_consumer_gets_every_message_and_restart_resumes_from_file(c
     async with Producer("pg-bc", namesrv_addr=cluster.namesrv_addr) as p:
         first = {(await p.send(Message.build(topic, f"m{i}"))).msg_id for i in range(40)}
         async with a, b:
-            await wait_until(lambda: {m.msg_id for m in got_a} >= first and {m.msg_id for m in got_b} >= first, timeout=20, what="both get all")
+            await wait_until(
+                lambda: {m.msg_id for m in got_a} >= first and {m.msg_id for m in got_b} >= first,
+                timeout=20,
+                what="both get all",
+            )
             # every queue, no retry topic (Java subscribes %RETRY% only in CLUSTERING)
-            assert [q.queue_id for q in a.assigned_queues()] == [0, 1, 2, 3] == [q.queue_id for q in b.assigned_queues()]
+            assert (
+                [q.queue_id for q in a.assigned_queues()] == [0, 1, 2, 3] == [q.queue_id for q in b.assigned_queues()]
+            )
             assert all(q.topic == topic for q in a.assigned_queues())
             await wait_until(lambda: sum(a.committed_offsets().values()) == 40, timeout=10, what="a's offsets advanced")
         a_file = local_offsets_path("127.0.0.1@bc-a", group, offsets_dir)
@@ -73,7 +82,9 @@ async def test_every_consumer_gets_every_message_and_restart_resumes_from_file(c
     got_a2: list[MessageExt] = []
     a2 = broadcast_consumer(cluster, group, topic, "bc-a", got_a2, offsets_dir)
     async with a2:
-        await wait_until(lambda: {m.msg_id for m in got_a2} >= second, timeout=20, what="restarted a gets the new messages")
+        await wait_until(
+            lambda: {m.msg_id for m in got_a2} >= second, timeout=20, what="restarted a gets the new messages"
+        )
     assert {m.msg_id for m in got_a2} == second  # resumed from the file: nothing old again
     assert len(got_a) == 40 and len({m.msg_id for m in got_b}) == 40
 
@@ -101,7 +112,9 @@ async def test_failed_broadcast_messages_are_dropped_not_sent_back(cluster: Loca
         for body in ("ok0", "bad", "ok1"):
             await p.send(Message.build(topic, body))
     async with consumer:
-        await wait_until(lambda: sum(consumer.committed_offsets().values()) == 3, timeout=20, what="offset past every message")
+        await wait_until(
+            lambda: sum(consumer.committed_offsets().values()) == 3, timeout=20, what="offset past every message"
+        )
     assert sorted(calls) == ["bad", "ok0", "ok1"]  # consumed once each: the failure was dropped
     assert cluster.broker.store.get_max_offset(f"%RETRY%{group}", 0) <= 0
 
@@ -131,7 +144,10 @@ async def test_orderly_broadcast_needs_no_locks(cluster: LocalCluster, tmp_path:
     async with consumer:
         await wait_until(lambda: len(seen) >= 20, timeout=20, what="all consumed")
         assert consumer.locked_queues() == []
-        assert all(cluster.broker.locks.holder(group, q, cluster.broker.clock.now_ms()) is None for q in consumer.assigned_queues())
+        assert all(
+            cluster.broker.locks.holder(group, q, cluster.broker.clock.now_ms()) is None
+            for q in consumer.assigned_queues()
+        )
     for q in (0, 1):
         offs = [o for qq, o in seen if qq == q]
         assert offs == sorted(offs) and len(offs) == len(set(offs))

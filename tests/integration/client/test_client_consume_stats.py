@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from waiting import wait_until
-
 from rocketpipe import (
     Admin,
     ConsumeConcurrentlyContext,
@@ -23,6 +21,7 @@ from rocketpipe import (
 from rocketpipe.client.consumer.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from rocketpipe.protocol.bodies.consumer import ConsumerRunningInfo
 from rocketpipe.testing.cluster import LocalCluster
+from waiting import wait_until
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
@@ -49,7 +48,9 @@ async def test_running_info_reports_consume_and_pull_statistics(cluster: LocalCl
     done: set[str] = set()
     failed_first: set[str] = set()
     consumer = PushConsumer(
-        group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        group,
+        namesrv_addr=cluster.namesrv_addr,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
         consume_message_batch_max_size=2,
     )
     consumer.subscribe(topic)
@@ -84,7 +85,9 @@ async def test_orderly_suspend_counts_as_failed(cluster: LocalCluster) -> None:
     topic, group = "StatsOrd", "cg-stats-ord"
     await send_all(cluster, topic, 1, 4)
     seen: list[tuple[str, int]] = []
-    consumer = PushConsumer(group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer = PushConsumer(
+        group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
     consumer.subscribe(topic)
 
     async def listener(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:

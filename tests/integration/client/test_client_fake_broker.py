@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 import orjson
 import pytest
-from waiting import wait_until
 
 from rocketpipe import Admin, ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, Producer, PushConsumer
 from rocketpipe.errors import MessageIllegalError, ServiceNotAvailableError
@@ -25,6 +24,7 @@ from rocketpipe.protocol.message import MessageExt, encode_record, string_to_pro
 from rocketpipe.transport.connection import Connection
 from rocketpipe.transport.router import Router
 from rocketpipe.transport.server import RemotingServer
+from waiting import wait_until
 
 Handler = Callable[[RemotingCommand, Connection], Awaitable["RemotingCommand | None"]]
 
@@ -44,10 +44,14 @@ class Fake:
     pull_script: dict[tuple[str, int, int], tuple[int, int]] = field(default_factory=dict)
     pull_bodies: dict[tuple[str, int, int], bytes] = field(default_factory=dict)
 
-    def route(self, topic: str, queues: int = 2, perm: int = 6, brokers: tuple[str, ...] = ("broker-a", "broker-b")) -> None:
+    def route(
+        self, topic: str, queues: int = 2, perm: int = 6, brokers: tuple[str, ...] = ("broker-a", "broker-b")
+    ) -> None:
         addr = {"broker-a": self.a, "broker-b": self.b}
         self.routes[topic] = TopicRouteData(
-            queue_datas=[QueueData(broker_name=n, read_queue_nums=queues, write_queue_nums=queues, perm=perm) for n in brokers],
+            queue_datas=[
+                QueueData(broker_name=n, read_queue_nums=queues, write_queue_nums=queues, perm=perm) for n in brokers
+            ],
             broker_datas=[BrokerData(cluster="c", broker_name=n, broker_addrs={0: addr[n]}) for n in brokers],
         )
 
@@ -65,7 +69,9 @@ def namesrv_router(f: Fake) -> Router:
     async def get_route(cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
         topic = cmd.ext_fields["topic"]
         if topic not in f.routes:
-            return cmd.response(ResponseCode.TOPIC_NOT_EXIST, f"No topic route info in name server for the topic: {topic}")
+            return cmd.response(
+                ResponseCode.TOPIC_NOT_EXIST, f"No topic route info in name server for the topic: {topic}"
+            )
         return _ok(cmd, body=f.routes[topic].encode())
 
     r.register(RequestCode.GET_ROUTEINFO_BY_TOPIC, get_route)
@@ -111,15 +117,20 @@ def broker_router(f: Fake, name: str) -> Router:
         key = (e["topic"], int(e["queueId"]), offset)
         code, nxt = f.pull_script.get(key, (ResponseCode.PULL_NOT_FOUND, offset))
         await asyncio.sleep(0.05)  # a short "long poll"
-        return cmd.response(code, "OFFSET_TOO_SMALL" if code == 21 else "OFFSET_OVERFLOW_ONE",
-                            {"nextBeginOffset": str(nxt), "minOffset": "0", "maxOffset": "100", "suggestWhichBrokerId": "0"},
-                            f.pull_bodies.get(key, b""))
+        return cmd.response(
+            code,
+            "OFFSET_TOO_SMALL" if code == 21 else "OFFSET_OVERFLOW_ONE",
+            {"nextBeginOffset": str(nxt), "minOffset": "0", "maxOffset": "100", "suggestWhichBrokerId": "0"},
+            f.pull_bodies.get(key, b""),
+        )
 
     async def send(cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
         code = f.send_codes.get(name, 0)
         if code:
             return cmd.response(code, f"scripted failure on {name}")
-        return _ok(cmd, {"msgId": "7F00000100002A9F0000000000000000", "queueId": cmd.ext_fields["e"], "queueOffset": "0"})
+        return _ok(
+            cmd, {"msgId": "7F00000100002A9F0000000000000000", "queueId": cmd.ext_fields["e"], "queueOffset": "0"}
+        )
 
     async def ok(cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
         return _ok(cmd)
@@ -142,7 +153,11 @@ def broker_router(f: Fake, name: str) -> Router:
 @pytest.fixture
 async def fake() -> AsyncIterator[Fake]:
     f = Fake()
-    servers = [RemotingServer(namesrv_router(f)), RemotingServer(broker_router(f, "broker-a")), RemotingServer(broker_router(f, "broker-b"))]
+    servers = [
+        RemotingServer(namesrv_router(f)),
+        RemotingServer(broker_router(f, "broker-a")),
+        RemotingServer(broker_router(f, "broker-b")),
+    ]
     f.ns, f.a, f.b = [await s.start() for s in servers]
     try:
         yield f
@@ -198,7 +213,9 @@ async def test_unknown_topic_uses_tbw102_and_v2_header(fake: Fake) -> None:
         (ConsumeFromWhere.CONSUME_FROM_TIMESTAMP, 50, 100),
     ],
 )
-async def test_consume_from_where_first_pull(fake: Fake, where: ConsumeFromWhere, topic_offset: int, retry_offset: int) -> None:
+async def test_consume_from_where_first_pull(
+    fake: Fake, where: ConsumeFromWhere, topic_offset: int, retry_offset: int
+) -> None:
     fake.route("CFW", queues=1, brokers=("broker-a",))
     fake.route("%RETRY%cg", queues=1, brokers=("broker-a",))
     consumer = PushConsumer("cg", namesrv_addr=fake.ns, consume_from_where=where)
@@ -212,7 +229,9 @@ async def test_consume_from_where_first_pull(fake: Fake, where: ConsumeFromWhere
         return None
 
     async with consumer:
-        await wait_until(lambda: first_pull("CFW") is not None and first_pull("%RETRY%cg") is not None, what="first pulls")
+        await wait_until(
+            lambda: first_pull("CFW") is not None and first_pull("%RETRY%cg") is not None, what="first pulls"
+        )
     assert first_pull("CFW") == topic_offset
     assert first_pull("%RETRY%cg") == retry_offset
     pull = fake.seen("broker-a", RequestCode.PULL_MESSAGE)[0].ext_fields
@@ -230,7 +249,11 @@ async def test_offset_illegal_is_repaired_and_queue_restarted(fake: Fake) -> Non
     consumer.register_message_listener(lambda msgs, ctx: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
 
     def pulled_offsets() -> list[int]:
-        return [int(c.ext_fields["queueOffset"]) for c in fake.seen("broker-a", RequestCode.PULL_MESSAGE) if c.ext_fields["topic"] == "Moved"]
+        return [
+            int(c.ext_fields["queueOffset"])
+            for c in fake.seen("broker-a", RequestCode.PULL_MESSAGE)
+            if c.ext_fields["topic"] == "Moved"
+        ]
 
     async with consumer:
         await wait_until(lambda: 7 in pulled_offsets(), timeout=10, what="pull from the corrected offset")
@@ -248,7 +271,10 @@ async def test_name_server_failover_and_oneway(fake: Fake) -> None:
     async with Producer("pg", namesrv_addr=f"127.0.0.1:1;{fake.ns}") as p:
         await p.send_oneway(Message.build("T", b"one-way"))
         await p.send_oneway(Message.build("T", b"one-way"))
-        await wait_until(lambda: len([c for _, c in fake.requests if c.code == RequestCode.SEND_MESSAGE_V2]) == 2, what="one-way sends")
+        await wait_until(
+            lambda: len([c for _, c in fake.requests if c.code == RequestCode.SEND_MESSAGE_V2]) == 2,
+            what="one-way sends",
+        )
     sends = [c for _, c in fake.requests if c.code == RequestCode.SEND_MESSAGE_V2]
     assert all(c.is_oneway for c in sends)
 
@@ -259,7 +285,8 @@ async def test_commit_offset_piggy_backed_on_pull_and_persisted_at_shutdown(fake
     fake.offsets[("P", 0)] = 0
     fake.pull_script[("P", 0, 0)] = (ResponseCode.SUCCESS, 2)
     fake.pull_bodies[("P", 0, 0)] = b"".join(
-        encode_record(topic="P", body=f"m{i}".encode(), properties={"UNIQ_KEY": f"ID{i}"}, queue_id=0, queue_offset=i) for i in range(2)
+        encode_record(topic="P", body=f"m{i}".encode(), properties={"UNIQ_KEY": f"ID{i}"}, queue_id=0, queue_offset=i)
+        for i in range(2)
     )
     got: list[bytes] = []
     consumer = PushConsumer("cg", namesrv_addr=fake.ns)

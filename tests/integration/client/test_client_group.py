@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Awaitable, Callable
 
-from waiting import wait_until
-
 from rocketpipe import (
     Admin,
     ConsumeConcurrentlyContext,
@@ -18,6 +16,7 @@ from rocketpipe import (
     PushConsumer,
 )
 from rocketpipe.testing.cluster import LocalCluster
+from waiting import wait_until
 
 CaughtUp = Callable[..., Awaitable[bool]]
 
@@ -26,7 +25,9 @@ LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
 
 
 def make_consumer(c: LocalCluster, group: str, topic: str, got: list[MessageExt], **kw: object) -> PushConsumer:
-    consumer = PushConsumer(group, namesrv_addr=c.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **kw)  # type: ignore[arg-type]
+    consumer = PushConsumer(
+        group, namesrv_addr=c.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **kw
+    )  # type: ignore[arg-type]
     consumer.subscribe(topic)
 
     async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
@@ -55,7 +56,9 @@ async def test_two_consumers_split_queues_and_rebalance_when_one_leaves(cluster:
         await b.start()
         # B's heartbeat makes the broker notify A; both rebalance to two queues each
         await wait_until(
-            lambda: len(topic_queues(a, "Split")) == 2 and len(topic_queues(b, "Split")) == 2, timeout=20, what="2 + 2 split"
+            lambda: len(topic_queues(a, "Split")) == 2 and len(topic_queues(b, "Split")) == 2,
+            timeout=20,
+            what="2 + 2 split",
         )
         assert topic_queues(a, "Split").isdisjoint(topic_queues(b, "Split"))
         for i in range(40):
@@ -76,7 +79,9 @@ async def test_two_consumers_split_queues_and_rebalance_when_one_leaves(cluster:
 
 async def test_reconsume_later_redelivers_through_retry_topic(cluster: LocalCluster, caught_up: CaughtUp) -> None:
     calls: list[tuple[str, str, int, str | None]] = []
-    consumer = PushConsumer("cg-retry", namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer = PushConsumer(
+        "cg-retry", namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
     consumer.subscribe("Flaky")
 
     def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
@@ -144,7 +149,9 @@ async def test_subscribe_after_start_and_failing_listener(cluster: LocalCluster)
             raise RuntimeError("boom")
         return OK
 
-    consumer = PushConsumer("cg-late", namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer = PushConsumer(
+        "cg-late", namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
     consumer.subscribe("Early")
     consumer.register_message_listener(listener)
     async with Producer("pg", namesrv_addr=cluster.namesrv_addr) as p:
@@ -170,7 +177,9 @@ async def test_ack_index_sends_back_only_the_tail(cluster: LocalCluster, caught_
         return OK
 
     consumer = PushConsumer(
-        "cg-acks", namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        "cg-acks",
+        namesrv_addr=cluster.namesrv_addr,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
         consume_message_batch_max_size=3,
     )
     consumer.subscribe("Acks")
@@ -199,7 +208,10 @@ async def test_stuck_listener_message_is_sent_back_after_consume_timeout(cluster
         return OK
 
     consumer = PushConsumer(
-        "cg-stuck", namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, consume_timeout=1.0
+        "cg-stuck",
+        namesrv_addr=cluster.namesrv_addr,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        consume_timeout=1.0,
     )
     consumer.subscribe("Stuck")
     consumer.register_message_listener(listener)

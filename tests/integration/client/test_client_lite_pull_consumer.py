@@ -7,13 +7,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from waiting import wait_until
 
 from rocketpipe import Admin, ClientConfig, ConsumeFromWhere, Message, MessageExt, MessageQueue, Producer
 from rocketpipe.client import rpc
 from rocketpipe.client.consumer.lite_pull import LitePullConsumer
 from rocketpipe.errors import BrokerError, InvalidArgumentError
 from rocketpipe.testing.cluster import LocalCluster, local_cluster
+from waiting import wait_until
 
 FAST_DELAY_LEVELS = " ".join(["1s"] * 18)
 FIRST = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
@@ -33,7 +33,9 @@ async def make_topic(c: LocalCluster, topic: str, queues: int) -> list[MessageQu
         return await admin.topic_queues(topic)
 
 
-async def send(c: LocalCluster, topic: str, n: int, *, tags: str | None = None, start: int = 0) -> dict[MessageQueue, list[bytes]]:
+async def send(
+    c: LocalCluster, topic: str, n: int, *, tags: str | None = None, start: int = 0
+) -> dict[MessageQueue, list[bytes]]:
     """Send ``n`` messages; return queue → bodies in offset order."""
     by_queue: dict[MessageQueue, list[bytes]] = {}
     async with Producer("lite-pg", namesrv_addr=c.namesrv_addr) as p:
@@ -82,7 +84,9 @@ async def test_assign_polls_every_message_in_order_per_queue(cluster: LocalClust
 async def test_poll_batches_respect_pull_batch_size(cluster: LocalCluster) -> None:
     [mq] = await make_topic(cluster, "LpBatch", 1)
     await send(cluster, "LpBatch", 25)
-    async with LitePullConsumer("lp-batch", namesrv_addr=cluster.namesrv_addr, consume_from_where=FIRST, pull_batch_size=4) as c:
+    async with LitePullConsumer(
+        "lp-batch", namesrv_addr=cluster.namesrv_addr, consume_from_where=FIRST, pull_batch_size=4
+    ) as c:
         c.assign([mq])
         got: list[MessageExt] = []
         sizes: list[int] = []
@@ -145,7 +149,9 @@ async def test_seek_variants_and_offset_for_timestamp(cluster: LocalCluster) -> 
 async def test_seek_backwards_commits_the_right_offset(cluster: LocalCluster) -> None:
     [mq] = await make_topic(cluster, "LpSeekBack", 1)
     await send(cluster, "LpSeekBack", 8)
-    async with LitePullConsumer("lp-seek-back", namesrv_addr=cluster.namesrv_addr, consume_from_where=FIRST, pull_batch_size=2) as c:
+    async with LitePullConsumer(
+        "lp-seek-back", namesrv_addr=cluster.namesrv_addr, consume_from_where=FIRST, pull_batch_size=2
+    ) as c:
         c.assign([mq])
         got: list[MessageExt] = []
         await poll_until(c, got, 8)
@@ -179,7 +185,9 @@ async def test_pause_and_resume(cluster: LocalCluster) -> None:
 async def test_commit_and_committed_are_visible_to_a_new_consumer(cluster: LocalCluster) -> None:
     [mq] = await make_topic(cluster, "LpCommit", 1)
     await send(cluster, "LpCommit", 10)
-    async with LitePullConsumer("lp-commit", namesrv_addr=cluster.namesrv_addr, consume_from_where=FIRST, auto_commit=False) as c:
+    async with LitePullConsumer(
+        "lp-commit", namesrv_addr=cluster.namesrv_addr, consume_from_where=FIRST, auto_commit=False
+    ) as c:
         c.assign([mq])
         got: list[MessageExt] = []
         await poll_until(c, got, 10)
@@ -219,7 +227,9 @@ async def test_auto_commit(cluster: LocalCluster) -> None:
     # without auto-commit nothing reaches the broker, not even at close
     [mq2] = await make_topic(cluster, "LpManual", 1)
     await send(cluster, "LpManual", 5)
-    async with LitePullConsumer("lp-manual", config=cfg, consume_from_where=FIRST, auto_commit=False, auto_commit_interval=1.0) as c:
+    async with LitePullConsumer(
+        "lp-manual", config=cfg, consume_from_where=FIRST, auto_commit=False, auto_commit_interval=1.0
+    ) as c:
         c.assign([mq2])
         got2: list[MessageExt] = []
         await poll_until(c, got2, 5)

@@ -24,7 +24,10 @@ async def test_sync_lite_pull_consumer_assign_poll_seek_commit(cluster: LocalClu
     consumer = pickle.loads(
         pickle.dumps(
             SyncLitePullConsumer(
-                "lp-sync", cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, poll_timeout=0.2
+                "lp-sync",
+                cluster.namesrv_addr,
+                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+                poll_timeout=0.2,
             )
         )
     )

@@ -6,12 +6,11 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 
-from waiting import wait_until
-
 from rocketpipe import Admin, ConsumeFromWhere, Message, MessageExt, Producer, PushConsumer
 from rocketpipe.client.consumer.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus, MessageListenerOrderly
 from rocketpipe.protocol.message import MessageQueue
 from rocketpipe.testing.cluster import LocalCluster
+from waiting import wait_until
 
 SUCCESS = ConsumeOrderlyStatus.SUCCESS
 SUSPEND = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
@@ -54,8 +53,12 @@ async def test_order_preserved_while_queues_move_between_two_consumers(cluster: 
         return MessageListenerOrderly(consume)
 
     interval = 1.0
-    a = orderly_consumer(cluster, group, topic, listener_for("a"), rebalance_interval=interval, lock_renew_interval=interval)
-    b = orderly_consumer(cluster, group, topic, listener_for("b"), rebalance_interval=interval, lock_renew_interval=interval)
+    a = orderly_consumer(
+        cluster, group, topic, listener_for("a"), rebalance_interval=interval, lock_renew_interval=interval
+    )
+    b = orderly_consumer(
+        cluster, group, topic, listener_for("b"), rebalance_interval=interval, lock_renew_interval=interval
+    )
     sent: set[tuple[int, int]] = set()
     total = 400
 
@@ -85,7 +88,9 @@ async def test_order_preserved_while_queues_move_between_two_consumers(cluster: 
         moved_after = loop.time() - t0
         await producer
         try:
-            await wait_until(lambda: {(q, o) for q, o, _ in completed} >= sent, timeout=30, what="every message consumed")
+            await wait_until(
+                lambda: {(q, o) for q, o, _ in completed} >= sent, timeout=30, what="every message consumed"
+            )
             # locks on the broker follow the split
             for mq in a.locked_queues():
                 if mq.topic == topic:
@@ -120,7 +125,9 @@ async def test_suspend_redelivers_same_batch_in_order(cluster: LocalCluster) -> 
     suspended = False
     loop = asyncio.get_running_loop()
 
-    def consume(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:  # plain function: thread pool
+    def consume(
+        msgs: list[MessageExt], ctx: ConsumeOrderlyContext
+    ) -> ConsumeOrderlyStatus:  # plain function: thread pool
         nonlocal suspended
         bodies = [m.body.decode() for m in msgs]
         calls.append((bodies, [m.reconsume_times for m in msgs], loop.time()))
@@ -166,7 +173,9 @@ async def test_max_reconsume_times_sends_to_dlq_and_moves_on(cluster: LocalClust
     async with consumer:
         await wait_until(lambda: ("ok1", 0) in seen, timeout=20, what="consumption moves past the bad message")
         store = cluster.broker.store
-        await wait_until(lambda: store.get_max_offset(f"%DLQ%{group}", 0) == 1, timeout=10, what="bad message in the DLQ")
+        await wait_until(
+            lambda: store.get_max_offset(f"%DLQ%{group}", 0) == 1, timeout=10, what="bad message in the DLQ"
+        )
     assert [s for s in seen if s[0] == "bad"] == [("bad", 0), ("bad", 1), ("bad", 2)]
     assert [s[0] for s in seen] == ["ok0", "bad", "bad", "bad", "ok1"]
 

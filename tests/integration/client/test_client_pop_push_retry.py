@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from waiting import wait_until
-
 from rocketpipe import (
     Admin,
     ConsumeConcurrentlyContext,
@@ -24,6 +22,7 @@ from rocketpipe import (
     PushConsumer,
 )
 from rocketpipe.testing import FakeClock, local_cluster
+from waiting import wait_until
 
 TOPIC, GROUP = "PopRules", "cg-pop-rules"
 POP_RETRY = f"%RETRY%{GROUP}_{TOPIC}"
@@ -64,11 +63,15 @@ async def test_pop_push_retry_delays_then_gives_up_past_max_reconsume(tmp_path: 
         async with consumer, Producer("pg-pop-rules", namesrv_addr=c.namesrv_addr, clock=clock) as p:
             await p.send(Message.build(TOPIC, b"always-fails"))
             # delivery 1 (reconsume_times 0) fails → CHANGE_MESSAGE_INVISIBLETIME 10 s
-            await wait_until(lambda: seen == [0] and invisible_times() == [10_000], timeout=20, what="first failure delayed 10 s")
+            await wait_until(
+                lambda: seen == [0] and invisible_times() == [10_000], timeout=20, what="first failure delayed 10 s"
+            )
             clock.advance(10.001)
             assert c.broker.pop.revive_due() == 1
             # delivery 2 (reconsume_times 1 = max) fails → age 10 s ≥ level 0 → level 1 → 30 s
-            await wait_until(lambda: seen == [0, 1] and invisible_times() == [30_000], timeout=20, what="second failure delayed 30 s")
+            await wait_until(
+                lambda: seen == [0, 1] and invisible_times() == [30_000], timeout=20, what="second failure delayed 30 s"
+            )
             clock.advance(30.001)
             assert c.broker.pop.revive_due() == 1
             # delivery 3 (reconsume_times 2 > max): acknowledged, never given to the listener
@@ -105,7 +108,10 @@ async def test_pop_push_close_acks_the_batch_in_the_listener(tmp_path: Path) -> 
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
         consumer = PushConsumer(
-            GROUP, namesrv_addr=c.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, client_rebalance=False
+            GROUP,
+            namesrv_addr=c.namesrv_addr,
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+            client_rebalance=False,
         )
         consumer.subscribe(TOPIC)
         consumer.register_message_listener(listener)
@@ -115,7 +121,14 @@ async def test_pop_push_close_acks_the_batch_in_the_listener(tmp_path: Path) -> 
             await wait_until(entered.is_set, timeout=20, what="the listener holding the batch")
             assert table.in_flight(GROUP) == 1
             closing = asyncio.create_task(consumer.close())
-            await wait_until(lambda: consumer._pop is not None and all(r.task is None or r.task.done() for r in consumer._pop.queues.values()), timeout=10, what="pop loops stopped")
+            await wait_until(
+                lambda: (
+                    consumer._pop is not None
+                    and all(r.task is None or r.task.done() for r in consumer._pop.queues.values())
+                ),
+                timeout=10,
+                what="pop loops stopped",
+            )
             assert not closing.done()  # waits for the listener
             release.set()
             await asyncio.wait_for(closing, 30)

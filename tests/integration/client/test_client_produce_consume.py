@@ -6,7 +6,6 @@ import time
 from collections.abc import Awaitable, Callable
 
 import pytest
-from waiting import wait_until
 
 from rocketpipe import (
     Admin,
@@ -24,13 +23,18 @@ from rocketpipe import (
 from rocketpipe.errors import InvalidArgumentError
 from rocketpipe.protocol.message import decode_records
 from rocketpipe.testing.cluster import LocalCluster
+from waiting import wait_until
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
 
-def collecting_consumer(c: LocalCluster, group: str, topic: str, expression: str = "*", **kw: object) -> tuple[PushConsumer, list[MessageExt]]:
+def collecting_consumer(
+    c: LocalCluster, group: str, topic: str, expression: str = "*", **kw: object
+) -> tuple[PushConsumer, list[MessageExt]]:
     got: list[MessageExt] = []
-    consumer = PushConsumer(group, namesrv_addr=c.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **kw)  # type: ignore[arg-type]
+    consumer = PushConsumer(
+        group, namesrv_addr=c.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **kw
+    )  # type: ignore[arg-type]
     consumer.subscribe(topic, expression)
 
     async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
@@ -47,7 +51,9 @@ async def test_send_and_receive_with_tags_keys_properties(cluster: LocalCluster)
     sent = {}
     async with Producer("pg", namesrv_addr=cluster.namesrv_addr) as p:
         for i in range(20):
-            msg = Message.build("Orders", f"order-{i}", tags=f"T{i % 2}", keys=[f"k{i}", "shared"], properties={"idx": str(i)})
+            msg = Message.build(
+                "Orders", f"order-{i}", tags=f"T{i % 2}", keys=[f"k{i}", "shared"], properties={"idx": str(i)}
+            )
             r = await p.send(msg)
             assert r.send_status is SendStatus.SEND_OK
             assert r.msg_id == msg.unique_key and r.offset_msg_id
@@ -56,7 +62,7 @@ async def test_send_and_receive_with_tags_keys_properties(cluster: LocalCluster)
         big = Message.build("Orders", b"z" * 10_000, tags="BIG")
         r_big = await p.send(big)
         sent[r_big.msg_id] = -1
-    queues_used = {m for m in sent}
+    queues_used = set(sent)
     assert len(queues_used) == 21
 
     consumer, got = collecting_consumer(cluster, "cg-content", "Orders")
@@ -191,7 +197,9 @@ async def test_send_with_selector_or_queue_goes_to_that_queue(cluster: LocalClus
                 r = await p.send(Message.build("Sel", f"{order}:{step}"), selector=select_by_hash, arg=order)
                 placed.setdefault(order, set()).add(r.message_queue)
         assert all(len(qs) == 1 for qs in placed.values())
-        assert {next(iter(qs)) for qs in placed.values()} == {select_by_hash(queues, Message.build("Sel", b""), o) for o in placed}
+        assert {next(iter(qs)) for qs in placed.values()} == {
+            select_by_hash(queues, Message.build("Sel", b""), o) for o in placed
+        }
         q2 = next(q for q in queues if q.queue_id == 2)
         r = await p.send(Message.build("Sel", b"pinned"), queue=q2)
         assert r.message_queue == q2

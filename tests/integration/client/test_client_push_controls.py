@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-from waiting import wait_until
-
 from rocketpipe import (
     Admin,
     ConsumeConcurrentlyContext,
@@ -20,6 +18,7 @@ from rocketpipe import (
 from rocketpipe.client.consumer.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from rocketpipe.client.consumer.push_controls import CONSUME_CONTEXT_TYPE, ConsumeMessageContext
 from rocketpipe.testing.cluster import LocalCluster
+from waiting import wait_until
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
@@ -32,7 +31,9 @@ async def create(cluster: LocalCluster, *topics: tuple[str, int]) -> None:
 
 
 def consumer_for(cluster: LocalCluster, group: str, **kw: object) -> PushConsumer:
-    return PushConsumer(group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **kw)  # type: ignore[arg-type]
+    return PushConsumer(
+        group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **kw
+    )  # type: ignore[arg-type]
 
 
 async def test_suspend_stops_pulling_and_resume_restarts(cluster: LocalCluster) -> None:
@@ -62,7 +63,11 @@ async def test_suspend_stops_pulling_and_resume_restarts(cluster: LocalCluster) 
         await wait_until(lambda: loop.time() - start > 3.0, timeout=5, what="paused window")
         assert got == ["before"]
         c.resume()
-        await wait_until(lambda: sorted(got) == ["before", "paused-0", "paused-1", "paused-2"], timeout=20, what="delivery after resume")
+        await wait_until(
+            lambda: sorted(got) == ["before", "paused-0", "paused-1", "paused-2"],
+            timeout=20,
+            what="delivery after resume",
+        )
 
 
 async def test_unsubscribe_at_runtime_drops_the_topics_queues(cluster: LocalCluster) -> None:
@@ -80,13 +85,19 @@ async def test_unsubscribe_at_runtime_drops_the_topics_queues(cluster: LocalClus
     async with Producer("pg-unsub", namesrv_addr=cluster.namesrv_addr) as p, c:
         await wait_until(lambda: {q.topic for q in c.assigned_queues()} >= {"UnsubA", "UnsubB"}, timeout=20)
         c.unsubscribe("UnsubB")
-        await wait_until(lambda: "UnsubB" not in {q.topic for q in c.assigned_queues()}, timeout=10, what="UnsubB queues dropped")
+        await wait_until(
+            lambda: "UnsubB" not in {q.topic for q in c.assigned_queues()}, timeout=10, what="UnsubB queues dropped"
+        )
         assert "UnsubB" not in c.subscriptions() and "UnsubA" in c.subscriptions()
         await p.send(Message.build("UnsubB", "b"))
         await p.send(Message.build("UnsubA", "a"))
         await wait_until(lambda: "UnsubA" in got, timeout=20)
         assert "UnsubB" not in got
-        await wait_until(lambda: cluster.broker.clients.subscription("cg-unsub", "UnsubB") is None, timeout=10, what="heartbeat without B")
+        await wait_until(
+            lambda: cluster.broker.clients.subscription("cg-unsub", "UnsubB") is None,
+            timeout=10,
+            what="heartbeat without B",
+        )
 
 
 class RecordingHook:
@@ -103,7 +114,14 @@ class RecordingHook:
 
     def consume_message_after(self, context: ConsumeMessageContext) -> None:
         assert context.props["seen"] == "yes"
-        self.after.append(([m.body.decode() for m in context.msg_list], context.status, context.success, context.props[CONSUME_CONTEXT_TYPE]))
+        self.after.append(
+            (
+                [m.body.decode() for m in context.msg_list],
+                context.status,
+                context.success,
+                context.props[CONSUME_CONTEXT_TYPE],
+            )
+        )
 
 
 class BrokenHook:
@@ -168,5 +186,8 @@ async def test_orderly_hooks_and_topic_threshold(cluster: LocalCluster) -> None:
         # 10 per topic over 2 queues: each queue stops pulling once above 5 (one batch of 4 may overshoot)
         assert len(cached) == 2 and all(6 <= n <= 5 + 4 for n in cached.values()), cached
         release.set()
-        await wait_until(lambda: sum(c.committed_offsets().get(mq, 0) for mq in c.assigned_queues() if mq.topic == topic) == 100, timeout=30)
+        await wait_until(
+            lambda: sum(c.committed_offsets().get(mq, 0) for mq in c.assigned_queues() if mq.topic == topic) == 100,
+            timeout=30,
+        )
     assert hook.after and all(status == "SUCCESS" and ok for _, status, ok, _ in hook.after)

@@ -6,8 +6,6 @@ forward 220), so the tests play the broker's part with the connection the client
 
 from __future__ import annotations
 
-from waiting import wait_until
-
 from rocketpipe import (
     Admin,
     ConsumeConcurrentlyContext,
@@ -32,6 +30,7 @@ from rocketpipe.protocol.headers.consumer import (
 from rocketpipe.protocol.message import MessageQueue, encode_record
 from rocketpipe.testing.cluster import LocalCluster
 from rocketpipe.transport.connection import Connection
+from waiting import wait_until
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
@@ -61,7 +60,9 @@ async def test_reset_offset_220_rewinds_without_restart(cluster: LocalCluster) -
     topic, group = "ResetT", "cg-reset"
     await setup(cluster, topic, 2, 10)
     got: list[tuple[int, int]] = []
-    consumer = PushConsumer(group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer = PushConsumer(
+        group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
     consumer.subscribe(topic)
 
     async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
@@ -73,13 +74,19 @@ async def test_reset_offset_220_rewinds_without_restart(cluster: LocalCluster) -
     q0, q1 = MessageQueue(topic, broker, 0), MessageQueue(topic, broker, 1)
     async with consumer:
         await wait_until(lambda: len(got) == 10, timeout=20, what="first pass")
-        await wait_until(lambda: consumer.committed_offsets().get(q0) == 5 and consumer.committed_offsets().get(q1) == 5, timeout=10)
+        await wait_until(
+            lambda: consumer.committed_offsets().get(q0) == 5 and consumer.committed_offsets().get(q1) == 5, timeout=10
+        )
         # the broker's call is oneway; rewind queue 0 to 2 and queue 1 to 0
         await client_conn(cluster, group).oneway(reset_cmd(group, topic, {q0: 2, q1: 0}, oneway=True))
         await wait_until(lambda: len(got) == 18, timeout=20, what="3 + 5 messages consumed again")
         await wait_until(
-            lambda: cluster.broker.offsets.query(group, topic, 0) == 5 and cluster.broker.offsets.query(group, topic, 1) == 5,
-            timeout=15, what="broker offsets back at the end",
+            lambda: (
+                cluster.broker.offsets.query(group, topic, 0) == 5
+                and cluster.broker.offsets.query(group, topic, 1) == 5
+            ),
+            timeout=15,
+            what="broker offsets back at the end",
         )
         assert consumer.committed_offsets()[q0] == 5
     assert sorted(got[:10]) == [(q, o) for q in (0, 1) for o in range(5)]
@@ -90,7 +97,9 @@ async def test_reset_offset_orderly_and_forward_skip(cluster: LocalCluster) -> N
     topic, group = "ResetOrd", "cg-reset-ord"
     await setup(cluster, topic, 1, 6)
     seen: list[int] = []
-    consumer = PushConsumer(group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer = PushConsumer(
+        group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
     consumer.subscribe(topic)
 
     async def listener(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
@@ -103,7 +112,7 @@ async def test_reset_offset_orderly_and_forward_skip(cluster: LocalCluster) -> N
         await wait_until(lambda: seen == list(range(6)), timeout=20, what="first pass")
         resp = await client_conn(cluster, group).request(reset_cmd(group, topic, {mq: 3}, oneway=False), 10)
         assert resp.code == ResponseCode.SUCCESS
-        await wait_until(lambda: seen == list(range(6)) + [3, 4, 5], timeout=20, what="replay from 3 in order")
+        await wait_until(lambda: seen == [*list(range(6)), 3, 4, 5], timeout=20, what="replay from 3 in order")
         assert mq in consumer.locked_queues()
         # a reset of a queue this consumer does not hold changes nothing
         other = MessageQueue(topic, cluster.broker.config.broker_name, 7)
@@ -115,7 +124,9 @@ async def test_running_info_307_and_consume_directly_309(cluster: LocalCluster) 
     topic, group = "InfoT", "cg-info"
     await setup(cluster, topic, 2, 4)
     direct: list[str] = []
-    consumer = PushConsumer(group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer = PushConsumer(
+        group, namesrv_addr=cluster.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
     consumer.subscribe(topic, "*")
 
     def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
@@ -126,7 +137,16 @@ async def test_running_info_307_and_consume_directly_309(cluster: LocalCluster) 
 
     consumer.register_message_listener(listener)
     async with consumer:
-        await wait_until(lambda: sum(consumer.committed_offsets().get(MessageQueue(topic, cluster.broker.config.broker_name, q), 0) for q in (0, 1)) == 4, timeout=20)
+        await wait_until(
+            lambda: (
+                sum(
+                    consumer.committed_offsets().get(MessageQueue(topic, cluster.broker.config.broker_name, q), 0)
+                    for q in (0, 1)
+                )
+                == 4
+            ),
+            timeout=20,
+        )
         conn = client_conn(cluster, group)
         h = GetConsumerRunningInfoRequestHeader(consumer_group=group, client_id=consumer.client_id, jstack_enable=True)
         resp = await conn.request(RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, h.to_ext_fields()), 10)
@@ -143,7 +163,9 @@ async def test_running_info_307_and_consume_directly_309(cluster: LocalCluster) 
         assert info.jstack and "MainThread" in info.jstack
         # unknown group
         bad = GetConsumerRunningInfoRequestHeader(consumer_group="nope", client_id=consumer.client_id)
-        resp = await conn.request(RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, bad.to_ext_fields()), 10)
+        resp = await conn.request(
+            RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, bad.to_ext_fields()), 10
+        )
         assert resp.code == ResponseCode.SYSTEM_ERROR and "nope" in (resp.remark or "")
 
         before = consumer.committed_offsets()
@@ -151,9 +173,14 @@ async def test_running_info_307_and_consume_directly_309(cluster: LocalCluster) 
         for body, expected in ((b"direct", CMResult.CR_SUCCESS), (b"boom", CMResult.CR_THROW_EXCEPTION)):
             record = encode_record(topic=topic, body=body, properties={}, queue_id=1, queue_offset=99)
             dh = ConsumeMessageDirectlyResultRequestHeader(
-                consumer_group=group, client_id=consumer.client_id, msg_id="X", broker_name=cluster.broker.config.broker_name
+                consumer_group=group,
+                client_id=consumer.client_id,
+                msg_id="X",
+                broker_name=cluster.broker.config.broker_name,
             )
-            resp = await conn.request(RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, dh.to_ext_fields(), record), 10)
+            resp = await conn.request(
+                RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, dh.to_ext_fields(), record), 10
+            )
             assert resp.code == ResponseCode.SUCCESS
             result = ConsumeMessageDirectlyResult.decode(bytes(resp.body))
             assert result.consume_result is expected and result.order is False and result.auto_commit is True

@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from waiting import wait_until
 
 from rocketpipe import Admin, BrokerError, InvalidArgumentError, Message, Producer
 from rocketpipe.broker.pop import PopService, install
@@ -19,6 +18,7 @@ from rocketpipe.client.consumer.simple import ReceivedMessage, SimpleConsumer, r
 from rocketpipe.protocol.codes import ResponseCode
 from rocketpipe.protocol.headers.pop import ConsumeInitMode
 from rocketpipe.testing import FakeClock, LocalCluster, local_cluster
+from waiting import wait_until
 
 GROUP = "simple-cg"
 
@@ -116,7 +116,7 @@ async def test_client_simple_change_invisible_duration(env) -> None:
 
 
 async def test_client_simple_more_consumers_than_queues_share_one_queue(env) -> None:
-    c, svc, clock = env
+    c, svc, _clock = env
     async with Admin(c.namesrv_addr) as admin:
         await admin.create_topic("SimpleOne", 1, broker_addr=c.broker_addr)
 
@@ -157,7 +157,7 @@ async def test_client_simple_more_consumers_than_queues_share_one_queue(env) -> 
 
 
 async def test_client_simple_tag_subscription_and_long_poll(env) -> None:
-    c, svc, clock = env
+    c, svc, _clock = env
     await _produce(c, "SimpleTag", ["skip"], tags="other")
     async with _consumer(c, {"SimpleTag": "want"}, await_duration=5.0) as sc:
         task = asyncio.ensure_future(sc.receive(8, 10))
@@ -169,7 +169,7 @@ async def test_client_simple_tag_subscription_and_long_poll(env) -> None:
 
 
 async def test_client_simple_rejects_bad_arguments(env) -> None:
-    c, svc, clock = env
+    c, _svc, _clock = env
     with pytest.raises(InvalidArgumentError):
         SimpleConsumer(GROUP, namesrv_addr=c.namesrv_addr, await_duration=-1)
     sc = _consumer(c, {"SimpleT": "*"})

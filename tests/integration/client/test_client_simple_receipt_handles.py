@@ -14,8 +14,12 @@ def _msg(topic: str, qid: int, off: int, props: dict[str, str] | None = None) ->
 
 def test_client_simple_handles_come_from_start_and_msg_offset_infos() -> None:
     rh = PopMessageResponseHeader(
-        pop_time=1000, invisible_time=30_000, revive_qid=3, rest_num=0,
-        start_offset_info="0 1 10;0 2 4", msg_offset_info="0 1 10,12;0 2 4",
+        pop_time=1000,
+        invisible_time=30_000,
+        revive_qid=3,
+        rest_num=0,
+        start_offset_info="0 1 10;0 2 4",
+        msg_offset_info="0 1 10,12;0 2 4",
     )
     msgs = [_msg("T", 1, 10), _msg("T", 2, 4), _msg("T", 1, 12)]
     out = attach_receipt_handles(msgs, topic="T", broker_name="b1", header=rh)
@@ -31,11 +35,18 @@ def test_client_simple_keeps_the_broker_handle_of_retry_messages() -> None:
     # a retry-topic message re-encoded by the broker: original topic, POP_CK already set
     broker_ck = "0 1000 30000 3 1 b1 0 5"
     rh = PopMessageResponseHeader(
-        pop_time=1000, invisible_time=30_000, revive_qid=3, rest_num=0,
-        start_offset_info="1 0 0;0 0 7", msg_offset_info="1 0 5;0 0 7",
+        pop_time=1000,
+        invisible_time=30_000,
+        revive_qid=3,
+        rest_num=0,
+        start_offset_info="1 0 0;0 0 7",
+        msg_offset_info="1 0 5;0 0 7",
     )
     out = attach_receipt_handles(
-        [_msg("T", 0, 5, {"POP_CK": broker_ck, "1ST_POP_TIME": "1"}), _msg("T", 0, 7)], topic="T", broker_name="b1", header=rh
+        [_msg("T", 0, 5, {"POP_CK": broker_ck, "1ST_POP_TIME": "1"}), _msg("T", 0, 7)],
+        topic="T",
+        broker_name="b1",
+        header=rh,
     )
     assert out[0].receipt_handle == broker_ck and out[0].first_pop_time == 1
     assert receipt_handle(out[0]).real_topic("T", "cg") == "%RETRY%cg_T"

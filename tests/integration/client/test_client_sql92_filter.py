@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from waiting import wait_until
 
 from rocketpipe import (
     Admin,
@@ -27,6 +26,7 @@ from rocketpipe.protocol import sysflag as sf
 from rocketpipe.protocol.codes import ResponseCode
 from rocketpipe.protocol.message import decode_records
 from rocketpipe.testing.cluster import LocalCluster, local_cluster
+from waiting import wait_until
 
 FIRST = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
@@ -66,7 +66,9 @@ async def send_mix(c: LocalCluster, topic: str, n: int = 60) -> set[str]:
     return want
 
 
-def collecting(c: LocalCluster, group: str, topic: str, selector: MessageSelector | str, **kw: object) -> tuple[PushConsumer, list[MessageExt]]:
+def collecting(
+    c: LocalCluster, group: str, topic: str, selector: MessageSelector | str, **kw: object
+) -> tuple[PushConsumer, list[MessageExt]]:
     got: list[MessageExt] = []
     consumer = PushConsumer(group, namesrv_addr=c.namesrv_addr, consume_from_where=FIRST)
     if isinstance(selector, MessageSelector):
@@ -150,7 +152,9 @@ async def test_lite_pull_consumer_sql92(filter_cluster: LocalCluster) -> None:
     assert sorted(m.body.decode() for m in got) == sorted(want)
 
 
-async def _raw_pull(c: LocalCluster, admin: Admin, mq: MessageQueue, offset: int, sql: str, *, max_nums: int = 32) -> rpc.PullRaw:
+async def _raw_pull(
+    c: LocalCluster, admin: Admin, mq: MessageQueue, offset: int, sql: str, *, max_nums: int = 32
+) -> rpc.PullRaw:
     return await rpc.pull_message(
         admin.runtime.pool,
         c.broker_addr,
@@ -203,11 +207,15 @@ async def test_raw_pull_sql92_disabled_is_system_error(plain_cluster: LocalClust
 async def _heartbeat(c: LocalCluster, admin: Admin, group: str, sd: object) -> None:
     from rocketpipe.protocol.bodies.heartbeat import ConsumerData, HeartbeatData
 
-    data = HeartbeatData(client_id="sql-raw@1", consumer_data_set=[ConsumerData(group_name=group, subscription_data_set=[sd])])  # type: ignore[list-item]
+    data = HeartbeatData(
+        client_id="sql-raw@1", consumer_data_set=[ConsumerData(group_name=group, subscription_data_set=[sd])]
+    )  # type: ignore[list-item]
     await rpc.heart_beat(admin.runtime.pool, c.broker_addr, data.encode(), 5)
 
 
-async def _registered_pull(c: LocalCluster, admin: Admin, group: str, mq: MessageQueue, sub_version: int) -> rpc.PullRaw:
+async def _registered_pull(
+    c: LocalCluster, admin: Admin, group: str, mq: MessageQueue, sub_version: int
+) -> rpc.PullRaw:
     return await rpc.pull_message(
         admin.runtime.pool,
         c.broker_addr,
@@ -234,12 +242,16 @@ async def test_heartbeat_registered_filter_data_rules(filter_cluster: LocalClust
             await p.send(Message.build("SqlHb", f"m-{i}", properties={"a": str(i)}))
     async with Admin(filter_cluster.namesrv_addr) as admin:
         # a heartbeat with an SQL expression that does not compile registers no filter data
-        await _heartbeat(filter_cluster, admin, "hb-bad", SubscriptionData.build("SqlHb", "a >", "SQL92", sub_version=5))
+        await _heartbeat(
+            filter_cluster, admin, "hb-bad", SubscriptionData.build("SqlHb", "a >", "SQL92", sub_version=5)
+        )
         with pytest.raises(SubscriptionError) as info:
             await _registered_pull(filter_cluster, admin, "hb-bad", mq, 5)
         assert info.value.response_code == ResponseCode.FILTER_DATA_NOT_EXIST
         # a good one filters on the broker with the registered expression
-        await _heartbeat(filter_cluster, admin, "hb-ok", SubscriptionData.build("SqlHb", "a >= 2", "SQL92", sub_version=5))
+        await _heartbeat(
+            filter_cluster, admin, "hb-ok", SubscriptionData.build("SqlHb", "a >= 2", "SQL92", sub_version=5)
+        )
         r = await _registered_pull(filter_cluster, admin, "hb-ok", mq, 5)
         assert [m.body for m in decode_records(r.body)] == [b"m-2", b"m-3"]
         # a pull announcing a newer subscription than the broker knows

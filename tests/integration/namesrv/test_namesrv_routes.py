@@ -19,14 +19,25 @@ def wrapper(*topics: str, counter: int = 1, queues: int = 4, perm: int = 6) -> T
     )
 
 
-def register(rt: RouteTable, name: str = "broker-a", bid: int = 0, addr: str = "10.0.0.1:10911",
-             w: TopicConfigSerializeWrapper | None = None, now: int = T0, cluster: str = "C",
-             **kw: object):
+def register(
+    rt: RouteTable,
+    name: str = "broker-a",
+    bid: int = 0,
+    addr: str = "10.0.0.1:10911",
+    w: TopicConfigSerializeWrapper | None = None,
+    now: int = T0,
+    cluster: str = "C",
+    **kw: object,
+):
     return rt.register_broker(
-        cluster_name=cluster, broker_addr=addr, broker_name=name, broker_id=bid,
+        cluster_name=cluster,
+        broker_addr=addr,
+        broker_name=name,
+        broker_id=bid,
         ha_server_addr=addr.replace("10911", "10912"),
         topic_config_wrapper=w if w is not None else wrapper("TBW102", "T1"),
-        now_ms=now, **kw,  # type: ignore[arg-type]
+        now_ms=now,
+        **kw,  # type: ignore[arg-type]
     )
 
 

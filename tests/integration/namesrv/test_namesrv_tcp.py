@@ -7,7 +7,6 @@ import zlib
 from collections.abc import AsyncIterator
 
 import pytest
-from waiting import wait_until
 
 from rocketpipe.namesrv import NameServer
 from rocketpipe.protocol.bodies.register import (
@@ -27,6 +26,7 @@ from rocketpipe.protocol.headers.route import (
     UnRegisterBrokerRequestHeader,
 )
 from rocketpipe.transport import Connection
+from waiting import wait_until
 
 T0 = 1_700_000_000_000
 
@@ -70,15 +70,26 @@ def wrapper(*topics: str, counter: int = 1) -> TopicConfigSerializeWrapper:
 
 
 def register_cmd(
-    name: str = "broker-a", addr: str = "127.0.0.1:10911", bid: int = 0,
-    topics: tuple[str, ...] = ("TBW102", "T1"), *, compressed: bool = False,
-    crc: bool = True, version: int | None = None, **header: object,
+    name: str = "broker-a",
+    addr: str = "127.0.0.1:10911",
+    bid: int = 0,
+    topics: tuple[str, ...] = ("TBW102", "T1"),
+    *,
+    compressed: bool = False,
+    crc: bool = True,
+    version: int | None = None,
+    **header: object,
 ) -> RemotingCommand:
     body = RegisterBrokerBody(wrapper(*topics)).encode(compressed=compressed)
     h = RegisterBrokerRequestHeader(
-        broker_name=name, broker_addr=addr, cluster_name="DefaultCluster",
-        ha_server_addr=addr.replace("10911", "10912"), broker_id=bid, compressed=compressed,
-        body_crc32=(zlib.crc32(body) & 0x7FFFFFFF) if crc else 0, **header,  # type: ignore[arg-type]
+        broker_name=name,
+        broker_addr=addr,
+        cluster_name="DefaultCluster",
+        ha_server_addr=addr.replace("10911", "10912"),
+        broker_id=bid,
+        compressed=compressed,
+        body_crc32=(zlib.crc32(body) & 0x7FFFFFFF) if crc else 0,
+        **header,  # type: ignore[arg-type]
     )
     cmd = RemotingCommand.request(RequestCode.REGISTER_BROKER, h.to_ext_fields(), body)
     if version is not None:
@@ -136,16 +147,16 @@ async def test_cluster_info_and_topic_list(conn: Connection) -> None:
     assert ci.broker_addr_table["broker-b"].broker_addrs == {0: "127.0.0.2:10911"}
     resp = await call(conn, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER))
     assert TopicList.decode(resp.body).topic_list == {"TBW102", "T1", "T2"}
-    resp = await call(
-        conn, RemotingCommand.request(RequestCode.GET_TOPICS_BY_CLUSTER, {"cluster": "DefaultCluster"})
-    )
+    resp = await call(conn, RemotingCommand.request(RequestCode.GET_TOPICS_BY_CLUSTER, {"cluster": "DefaultCluster"}))
     assert TopicList.decode(resp.body).topic_list == {"TBW102", "T1", "T2"}
 
 
 async def test_unregister_removes_route(conn: Connection) -> None:
     await call(conn, register_cmd())
     h = UnRegisterBrokerRequestHeader(
-        broker_name="broker-a", broker_addr="127.0.0.1:10911", cluster_name="DefaultCluster",
+        broker_name="broker-a",
+        broker_addr="127.0.0.1:10911",
+        cluster_name="DefaultCluster",
         broker_id=0,
     )
     resp = await call(conn, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, h.to_ext_fields()))
@@ -160,8 +171,7 @@ async def test_expiry_with_fake_clock(ns: NameServer, conn: Connection, clock: F
     await call(conn, register_cmd("broker-b", "127.0.0.2:10911", heartbeat_timeout_millis=30_000))
     clock.now = T0 + 30_001  # broker-b's own timeout passed
     ns.scan_now()
-    await wait_until(lambda: "broker-b" not in ns.routes.cluster_info().broker_addr_table,
-                     what="broker-b expired")
+    await wait_until(lambda: "broker-b" not in ns.routes.cluster_info().broker_addr_table, what="broker-b expired")
     assert "broker-a" in ns.routes.cluster_info().broker_addr_table
     assert (await call(conn, route_cmd("T1"))).code == 0
     clock.now = T0 + 120_001  # the periodic scan (every 0.05 s) picks this up by itself
@@ -197,18 +207,18 @@ async def test_crc_mismatch_and_single_topic_first_registration_fail(conn: Conne
 
 
 async def test_compressed_and_old_version_bodies(conn: Connection) -> None:
-    resp = await call(conn, register_cmd("broker-z", "127.0.0.9:10911", compressed=True,
-                                         topics=("TBW102", "TZ")))
+    resp = await call(conn, register_cmd("broker-z", "127.0.0.9:10911", compressed=True, topics=("TBW102", "TZ")))
     assert resp.code == 0, resp.remark
     assert (await call(conn, route_cmd("TZ"))).code == 0
     # version < 37: the body is a bare TopicConfigSerializeWrapper
     h = RegisterBrokerRequestHeader(
-        broker_name="broker-old", broker_addr="127.0.0.8:10911", cluster_name="C",
-        ha_server_addr="127.0.0.8:10912", broker_id=0,
+        broker_name="broker-old",
+        broker_addr="127.0.0.8:10911",
+        cluster_name="C",
+        ha_server_addr="127.0.0.8:10912",
+        broker_id=0,
     )
-    old = RemotingCommand.request(
-        RequestCode.REGISTER_BROKER, h.to_ext_fields(), wrapper("TBW102", "TOLD").encode()
-    )
+    old = RemotingCommand.request(RequestCode.REGISTER_BROKER, h.to_ext_fields(), wrapper("TBW102", "TOLD").encode())
     old.version = 30
     assert (await call(conn, old)).code == 0
     route = TopicRouteData.decode((await call(conn, route_cmd("TOLD"))).body)
@@ -231,18 +241,16 @@ async def test_bad_requests(conn: Connection) -> None:
 async def test_query_data_version(conn: Connection) -> None:
     await call(conn, register_cmd())
     h = QueryDataVersionRequestHeader(
-        broker_name="broker-a", broker_addr="127.0.0.1:10911", cluster_name="DefaultCluster",
+        broker_name="broker-a",
+        broker_addr="127.0.0.1:10911",
+        cluster_name="DefaultCluster",
         broker_id=0,
     )
-    same = RemotingCommand.request(
-        RequestCode.QUERY_DATA_VERSION, h.to_ext_fields(), DataVersion(0, T0, 1).encode()
-    )
+    same = RemotingCommand.request(RequestCode.QUERY_DATA_VERSION, h.to_ext_fields(), DataVersion(0, T0, 1).encode())
     resp = await call(conn, same)
     assert resp.ext_fields["changed"] == "false"
     assert DataVersion.decode(resp.body) == DataVersion(0, T0, 1)
-    newer = RemotingCommand.request(
-        RequestCode.QUERY_DATA_VERSION, h.to_ext_fields(), DataVersion(0, T0, 2).encode()
-    )
+    newer = RemotingCommand.request(RequestCode.QUERY_DATA_VERSION, h.to_ext_fields(), DataVersion(0, T0, 2).encode())
     assert (await call(conn, newer)).ext_fields["changed"] == "true"
 
 
@@ -250,13 +258,13 @@ async def test_kv_config(conn: Connection) -> None:
     ns_key = {"namespace": "ORDER_TOPIC_CONFIG", "key": "T1"}
     resp = await call(conn, RemotingCommand.request(RequestCode.GET_KV_CONFIG, ns_key))
     assert resp.code == ResponseCode.QUERY_NOT_FOUND
-    resp = await call(conn, RemotingCommand.request(
-        RequestCode.PUT_KV_CONFIG, {**ns_key, "value": "broker-a:4"}))
+    resp = await call(conn, RemotingCommand.request(RequestCode.PUT_KV_CONFIG, {**ns_key, "value": "broker-a:4"}))
     assert resp.code == 0
     resp = await call(conn, RemotingCommand.request(RequestCode.GET_KV_CONFIG, ns_key))
     assert resp.ext_fields["value"] == "broker-a:4"
-    resp = await call(conn, RemotingCommand.request(
-        RequestCode.GET_KVLIST_BY_NAMESPACE, {"namespace": "ORDER_TOPIC_CONFIG"}))
+    resp = await call(
+        conn, RemotingCommand.request(RequestCode.GET_KVLIST_BY_NAMESPACE, {"namespace": "ORDER_TOPIC_CONFIG"})
+    )
     assert KVTable.decode(resp.body).table == {"T1": "broker-a:4"}
     # brokers get the ORDER_TOPIC_CONFIG namespace back on registration
     resp = await call(conn, register_cmd())

@@ -70,7 +70,9 @@ def main() -> None:
     inflight = int(sys.argv[1]) if len(sys.argv) > 1 else 64
     total = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
     child = subprocess.Popen(
-        [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        [sys.executable, __file__, "--serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         text=True,
     )
     assert child.stdout is not None and child.stdin is not None

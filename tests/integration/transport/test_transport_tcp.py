@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import pytest
-from waiting import wait_until
 
 from rocketpipe.errors import (
     ClientClosedError,
@@ -22,6 +21,7 @@ from rocketpipe.protocol.codes import RequestCode, ResponseCode
 from rocketpipe.protocol.command import RemotingCommand
 from rocketpipe.protocol.frame import encode_frame
 from rocketpipe.transport import Connection, ConnectionPool, RemotingServer, Router
+from waiting import wait_until
 
 ECHO = 9001  # answers with the request body
 GATED = 9002  # answers once the test releases the request's gate
@@ -69,14 +69,18 @@ async def peer() -> AsyncIterator[Peer]:
         raise TopicNotExistError("no route for T")
 
     async def call_back(cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        notify = RemotingCommand.request(
-            RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": "g1"}
-        )
+        notify = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": "g1"})
         answer = await conn.request(notify, timeout=5.0)
         return cmd.response(code=answer.code, body=answer.body)
 
-    for code, h in [(ECHO, echo), (GATED, gated), (SILENT, silent), (ONEWAY_SINK, sink),
-                    (FAILS, fails), (CALL_BACK, call_back)]:
+    for code, h in [
+        (ECHO, echo),
+        (GATED, gated),
+        (SILENT, silent),
+        (ONEWAY_SINK, sink),
+        (FAILS, fails),
+        (CALL_BACK, call_back),
+    ]:
         router.register(code, h)
     p.addr = await server.start()
     try:
@@ -97,7 +101,7 @@ async def client(peer: Peer) -> AsyncIterator[Connection]:
 async def test_many_concurrent_requests_are_matched_by_opaque(client: Connection) -> None:
     reqs = [RemotingCommand.request(ECHO, {"i": str(i)}, body=b"x" * i) for i in range(300)]
     resps = await asyncio.gather(*(client.request(r, timeout=10) for r in reqs))
-    for req, resp in zip(reqs, resps):
+    for req, resp in zip(reqs, resps, strict=False):
         assert resp.opaque == req.opaque
         assert resp.ext_fields["i"] == req.ext_fields["i"]
         assert resp.body == req.body
@@ -106,10 +110,7 @@ async def test_many_concurrent_requests_are_matched_by_opaque(client: Connection
 
 async def test_out_of_order_completion(peer: Peer, client: Connection) -> None:
     keys = [f"k{i}" for i in range(10)]
-    tasks = [
-        asyncio.create_task(client.request(RemotingCommand.request(GATED, {"key": k}), 10))
-        for k in keys
-    ]
+    tasks = [asyncio.create_task(client.request(RemotingCommand.request(GATED, {"key": k}), 10)) for k in keys]
     await wait_until(lambda: len(peer.started) == len(keys), what="all handlers started")
     # slow handlers do not block the reader: a quick request overtakes them
     quick = await client.request(RemotingCommand.request(ECHO, body=b"q"), timeout=5)
@@ -177,10 +178,7 @@ async def test_answer_later_with_send_response(peer: Peer, client: Connection) -
 async def test_peer_close_fails_pending_requests(peer: Peer, client: Connection) -> None:
     closed: list[Connection] = []
     client.add_close_callback(closed.append)
-    tasks = [
-        asyncio.create_task(client.request(RemotingCommand.request(SILENT), timeout=30))
-        for _ in range(3)
-    ]
+    tasks = [asyncio.create_task(client.request(RemotingCommand.request(SILENT), timeout=30)) for _ in range(3)]
     await wait_until(lambda: len(peer.held) == 3, what="requests held by the server")
     await peer.held[0][1].close()  # the server side closes the connection
     for t in tasks:
@@ -254,7 +252,7 @@ async def test_malformed_frame_closes_only_that_connection(
     try:
         await wait_until(lambda: len(peer.server.connections) == 1, what="good conn accepted")
         reader, writer = await asyncio.open_connection(*peer.addr.split(":"))
-        local = "%s:%s" % writer.get_extra_info("sockname")[:2]
+        local = "{}:{}".format(*writer.get_extra_info("sockname")[:2])
         with caplog.at_level(logging.WARNING, logger="rocketpipe.transport"):
             writer.write(garbage)
             await writer.drain()
@@ -337,9 +335,7 @@ async def test_pool_connect_failure_is_shared_and_retried() -> None:
     await server.close()
     pool = ConnectionPool(connect_timeout=2)
     try:
-        results = await asyncio.gather(
-            *(pool.get(dead) for _ in range(5)), return_exceptions=True
-        )
+        results = await asyncio.gather(*(pool.get(dead) for _ in range(5)), return_exceptions=True)
         assert all(isinstance(r, ConnectionClosedError) for r in results)
         with pytest.raises(ConnectionClosedError):
             await pool.request(dead, RemotingCommand.request(ECHO), timeout=2)
@@ -365,9 +361,7 @@ async def test_server_close_leaves_no_tasks(peer: Peer) -> None:
 async def test_mixed_timeouts_only_expire_their_own_requests(peer: Peer, client: Connection) -> None:
     # many answered requests first, so answered deadlines pile up and get compacted
     for _ in range(3):
-        await asyncio.gather(
-            *(client.request(RemotingCommand.request(ECHO), timeout=30) for _ in range(200))
-        )
+        await asyncio.gather(*(client.request(RemotingCommand.request(ECHO), timeout=30) for _ in range(200)))
     long_wait = asyncio.create_task(client.request(RemotingCommand.request(SILENT), timeout=30))
     loop = asyncio.get_running_loop()
     started = loop.time()

@@ -87,21 +87,43 @@ def test_broker_pop_offset_infos_round_trip_with_java_separators() -> None:
 
 def test_broker_pop_request_header_uses_java_keys() -> None:
     h = PopMessageRequestHeader(
-        consumer_group="cg", topic="T", queue_id=-1, max_msg_nums=32, invisible_time=60000, poll_time=5000,
-        born_time=1, init_mode=1, exp_type="TAG", exp="a || b", bname="broker-a",
+        consumer_group="cg",
+        topic="T",
+        queue_id=-1,
+        max_msg_nums=32,
+        invisible_time=60000,
+        poll_time=5000,
+        born_time=1,
+        init_mode=1,
+        exp_type="TAG",
+        exp="a || b",
+        bname="broker-a",
     )
     ext = h.to_ext_fields()
     assert ext == {
-        "consumerGroup": "cg", "topic": "T", "queueId": "-1", "maxMsgNums": "32", "invisibleTime": "60000",
-        "pollTime": "5000", "bornTime": "1", "initMode": "1", "expType": "TAG", "exp": "a || b", "order": "false",
+        "consumerGroup": "cg",
+        "topic": "T",
+        "queueId": "-1",
+        "maxMsgNums": "32",
+        "invisibleTime": "60000",
+        "pollTime": "5000",
+        "bornTime": "1",
+        "initMode": "1",
+        "expType": "TAG",
+        "exp": "a || b",
+        "order": "false",
         "bname": "broker-a",
     }
     assert PopMessageRequestHeader.from_ext_fields(ext) == h
     with pytest.raises(HeaderError):
         AckMessageRequestHeader.from_ext_fields({"consumerGroup": "cg", "topic": "T", "queueId": "0", "offset": "1"})
-    ch = ChangeInvisibleTimeRequestHeader(consumer_group="g", topic="T", queue_id=0, extra_info="x", offset=3, invisible_time=9)
+    ch = ChangeInvisibleTimeRequestHeader(
+        consumer_group="g", topic="T", queue_id=0, extra_info="x", offset=3, invisible_time=9
+    )
     assert ch.to_ext_fields()["invisibleTime"] == "9" and ch.to_ext_fields()["extraInfo"] == "x"
-    rh = PopMessageResponseHeader.from_ext_fields({"popTime": "5", "invisibleTime": "6", "reviveQid": "1", "restNum": "2", "msgOffsetInfo": "0 0 1"})
+    rh = PopMessageResponseHeader.from_ext_fields(
+        {"popTime": "5", "invisibleTime": "6", "reviveQid": "1", "restNum": "2", "msgOffsetInfo": "0 0 1"}
+    )
     assert (rh.pop_time, rh.invisible_time, rh.revive_qid, rh.rest_num, rh.start_offset_info) == (5, 6, 1, 2, None)
 
 
@@ -118,8 +140,17 @@ def test_broker_pop_batch_ack_bitset_is_java_bitset_bytes_in_base64() -> None:
     back = BatchAckMessageRequestBody.decode(body.encode())
     assert back == body and back.acks[0].offsets == [101, 103, 105]
     # long (alternate) names and a bit above one byte
-    long_form = {"consumerGroup": "cg", "topic": "T", "retry": "1", "startOffset": 0, "queueId": 0, "reviveQueueId": 0,
-                 "popTime": 1, "invisibleTime": 2, "bitSet": base64.b64encode(b"\x01\x01").decode()}
+    long_form = {
+        "consumerGroup": "cg",
+        "topic": "T",
+        "retry": "1",
+        "startOffset": 0,
+        "queueId": 0,
+        "reviveQueueId": 0,
+        "popTime": 1,
+        "invisibleTime": 2,
+        "bitSet": base64.b64encode(b"\x01\x01").decode(),
+    }
     parsed = BatchAckMessageRequestBody.decode(orjson.dumps({"acks": [long_form]}))
     assert parsed.broker_name is None and parsed.acks[0].offsets == [0, 8] and parsed.acks[0].retry == "1"
     with pytest.raises(ProtocolError):
@@ -141,8 +172,18 @@ def test_broker_pop_batch_ack_merges_handles_like_the_java_client() -> None:
 
 
 def _add(t: CheckpointTable, start: int, pop_time: int, offsets: list[int], invisible: int = 1000, topic: str = "T"):
-    return t.add(group="g", topic=topic, origin_topic="T", queue_id=0, start_offset=start, pop_time=pop_time,
-                 invisible_time=invisible, revive_qid=0, broker_name="b", offsets=offsets)
+    return t.add(
+        group="g",
+        topic=topic,
+        origin_topic="T",
+        queue_id=0,
+        start_offset=start,
+        pop_time=pop_time,
+        invisible_time=invisible,
+        revive_qid=0,
+        broker_name="b",
+        offsets=offsets,
+    )
 
 
 def test_broker_pop_checkpoint_ack_settles_offsets_and_drops_empty_checkpoints() -> None:

@@ -77,7 +77,9 @@ def test_broker_schedule_properties_keep_real_topic_delay_and_wait() -> None:
     [(0, 0, 3, False), (1, 0, 4, False), (15, 0, 18, False), (16, 0, 0, True), (0, 5, 5, False), (0, -1, 0, True)],
 )
 def test_broker_send_back_decision(reconsume: int, level: int, expected_level: int, dlq: bool) -> None:
-    d = decide_send_back(group="g", reconsume_times=reconsume, delay_level=level, max_times=16, retry_queue_nums=1, random_int=7)
+    d = decide_send_back(
+        group="g", reconsume_times=reconsume, delay_level=level, max_times=16, retry_queue_nums=1, random_int=7
+    )
     assert d is not None
     assert (d.delay_level, d.is_dlq, d.reconsume_times) == (expected_level, dlq, reconsume + 1)
     assert d.topic == (dlq_topic("g") if dlq else retry_topic("g"))
@@ -85,7 +87,10 @@ def test_broker_send_back_decision(reconsume: int, level: int, expected_level: i
 
 
 def test_broker_send_back_with_retries_disabled_drops() -> None:
-    assert decide_send_back(group="g", reconsume_times=0, delay_level=0, max_times=16, retry_queue_nums=0, random_int=1) is None
+    assert (
+        decide_send_back(group="g", reconsume_times=0, delay_level=0, max_times=16, retry_queue_nums=0, random_int=1)
+        is None
+    )
 
 
 def test_broker_retry_helpers() -> None:
@@ -221,7 +226,9 @@ def test_broker_stats_tps_windows_follow_store_stats_service() -> None:
     assert st.get_transferred_tps() == "1.0  "
     for t in range(11, 70):
         st.sample(t * 1000)
-    assert st.put_tps().split(" ")[0] == "0.0" and st.put_tps().split(" ")[1] == repr((20 - 18) / 60_000 * 1000)  # samples t=9 s .. t=69 s
+    assert st.put_tps().split(" ")[0] == "0.0" and st.put_tps().split(" ")[1] == repr(
+        (20 - 18) / 60_000 * 1000
+    )  # samples t=9 s .. t=69 s
     assert (st.put_times_total, st.put_size_total, st.put_nums, st.get_nums) == (20, 1000, 20, 10)
     st.on_put("SCHEDULE_TOPIC_XXXX", 1, 10)
     st.on_put("%RETRY%g", 1, 10)

@@ -29,7 +29,13 @@ def mode(m: MessageRequestMode, share: int = 0) -> SetMessageRequestModeRequestB
     return SetMessageRequestModeRequestBody("T", "g", m, share)
 
 
-def lb(client: str, cids: list[str] | None, mqs: set[MessageQueue] | None, m: SetMessageRequestModeRequestBody, **kw: object) -> set[MessageQueue] | None:
+def lb(
+    client: str,
+    cids: list[str] | None,
+    mqs: set[MessageQueue] | None,
+    m: SetMessageRequestModeRequestBody,
+    **kw: object,
+) -> set[MessageQueue] | None:
     args: dict[str, object] = {
         "topic": "T",
         "group": "g",
@@ -124,12 +130,18 @@ def test_effective_mode_and_table_persistence_form() -> None:
     body = SetMessageRequestModeRequestBody("T", "g", POP, 3)
     table.set("T", "g", body)
     assert table.dirty and rm.effective_mode(table, "T", "g", cfg) is body
-    assert table.to_json() == {"messageRequestModeMap": {"T": {"g": {"consumerGroup": "g", "mode": "POP", "popShareQueueNum": 3, "topic": "T"}}}}
+    assert table.to_json() == {
+        "messageRequestModeMap": {
+            "T": {"g": {"consumerGroup": "g", "mode": "POP", "popShareQueueNum": 3, "topic": "T"}}
+        }
+    }
     again = rm.RequestModeTable()
     again.load_json(table.to_json())
     assert again.as_map() == table.as_map()
     # malformed entries are skipped, the rest kept
-    again.load_json({"messageRequestModeMap": {"T": {"g": {"mode": "PUSH"}, "h": {"topic": "T", "mode": "POP"}}, "U": 5}})
+    again.load_json(
+        {"messageRequestModeMap": {"T": {"g": {"mode": "PUSH"}, "h": {"topic": "T", "mode": "POP"}}, "U": 5}}
+    )
     assert again.as_map() == {"T": {"h": SetMessageRequestModeRequestBody("T", None, POP, 0)}}
     again.load_json(None)
     assert again.as_map() == {}

@@ -11,12 +11,35 @@ from rocketpipe.protocol.command import RemotingCommand
 from rocketpipe.protocol.headers.send import SendMessageRequestHeader, SendMessageRequestHeaderV2
 
 ATTRS = (
-    "producer_group", "topic", "default_topic", "default_topic_queue_nums", "queue_id", "sys_flag", "born_timestamp",
-    "flag", "properties", "reconsume_times", "unit_mode", "max_reconsume_times", "batch",
+    "producer_group",
+    "topic",
+    "default_topic",
+    "default_topic_queue_nums",
+    "queue_id",
+    "sys_flag",
+    "born_timestamp",
+    "flag",
+    "properties",
+    "reconsume_times",
+    "unit_mode",
+    "max_reconsume_times",
+    "batch",
 )
 
-V2 = {"a": "pg", "b": "T", "c": "TBW102", "d": "4", "e": "3", "f": "1", "g": "1700000000000", "h": "0",
-      "i": "UNIQ_KEY\x01X\x02", "j": "0", "k": "false", "m": "true"}
+V2 = {
+    "a": "pg",
+    "b": "T",
+    "c": "TBW102",
+    "d": "4",
+    "e": "3",
+    "f": "1",
+    "g": "1700000000000",
+    "h": "0",
+    "i": "UNIQ_KEY\x01X\x02",
+    "j": "0",
+    "k": "false",
+    "m": "true",
+}
 
 
 def _typed(code: int, ext: dict[str, str]) -> SendMessageRequestHeader:
@@ -37,7 +60,11 @@ def _typed(code: int, ext: dict[str, str]) -> SendMessageRequestHeader:
 )
 def test_v2_and_v1_decode_like_the_typed_headers(ext: dict[str, str]) -> None:
     v1_ext = SendMessageRequestHeader(**{a: getattr(_typed(310, ext), a) for a in ATTRS}).to_ext_fields()
-    for code, e in ((RequestCode.SEND_MESSAGE_V2, ext), (RequestCode.SEND_BATCH_MESSAGE, ext), (RequestCode.SEND_MESSAGE, v1_ext)):
+    for code, e in (
+        (RequestCode.SEND_MESSAGE_V2, ext),
+        (RequestCode.SEND_BATCH_MESSAGE, ext),
+        (RequestCode.SEND_MESSAGE, v1_ext),
+    ):
         fast = _decode_send_header(RemotingCommand(code=code, ext_fields=dict(e)))
         typed = _typed(code, e)
         assert {a: getattr(fast, a) for a in ATTRS} == {a: getattr(typed, a) for a in ATTRS}

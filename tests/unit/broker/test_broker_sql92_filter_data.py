@@ -7,11 +7,16 @@ import struct
 import pytest
 
 from rocketpipe.broker.config import BrokerConfig
-from rocketpipe.broker.filter.manager import ConsumerFilterManager, compile_filter, record_properties, record_queue_offset
+from rocketpipe.broker.filter.manager import (
+    ConsumerFilterManager,
+    compile_filter,
+    record_properties,
+    record_queue_offset,
+)
 from rocketpipe.broker.filter.sql92 import SQL92ParseError
 from rocketpipe.errors import InvalidArgumentError
-from rocketpipe.protocol.bodies.heartbeat import SubscriptionData
 from rocketpipe.protocol import sysflag as sf
+from rocketpipe.protocol.bodies.heartbeat import SubscriptionData
 from rocketpipe.protocol.message import decode_record, encode_record
 
 
@@ -49,7 +54,14 @@ def _to_v2(rec: bytes, topic: str) -> bytes:
 @pytest.mark.parametrize("v2", [False, True])
 @pytest.mark.parametrize("born", ["127.0.0.1:1", "[::1]:1"])
 def test_record_properties_reads_only_the_property_field(v2: bool, born: str) -> None:
-    rec = encode_record(topic="Topic", body=b"body\x01\x02", properties={"TAGS": "x", "a": "6"}, queue_id=1, queue_offset=42, born_host=born)
+    rec = encode_record(
+        topic="Topic",
+        body=b"body\x01\x02",
+        properties={"TAGS": "x", "a": "6"},
+        queue_id=1,
+        queue_offset=42,
+        born_host=born,
+    )
     if v2:
         rec = _to_v2(rec, "Topic")
     assert record_properties(rec) == {"TAGS": "x", "a": "6"}

@@ -18,8 +18,12 @@ class Sub:
 
 def _register(reg: ClientRegistry, ch: str, subs: list[Sub], now: int = 0, group: str = "g") -> bool:
     return reg.register_consumer(
-        group, ClientChannel(ch, f"id-{ch}", 3, 409, now), consume_type="CONSUME_PASSIVELY", message_model="CLUSTERING",
-        consume_from_where="CONSUME_FROM_LAST_OFFSET", subscriptions=subs,
+        group,
+        ClientChannel(ch, f"id-{ch}", 3, 409, now),
+        consume_type="CONSUME_PASSIVELY",
+        message_model="CLUSTERING",
+        consume_from_where="CONSUME_FROM_LAST_OFFSET",
+        subscriptions=subs,
     )
 
 
@@ -95,7 +99,16 @@ class FakeScheduleQueue:
         props = {"DELAY": str(queue_id + 1)}
         if real_topic:
             props |= {"REAL_TOPIC": real_topic, "REAL_QID": "0"}
-        q.append(MessageExt(topic="SCHEDULE_TOPIC_XXXX", body=body, properties=props, queue_id=queue_id, queue_offset=len(q), store_timestamp=store_ts))
+        q.append(
+            MessageExt(
+                topic="SCHEDULE_TOPIC_XXXX",
+                body=body,
+                properties=props,
+                queue_id=queue_id,
+                queue_offset=len(q),
+                store_timestamp=store_ts,
+            )
+        )
 
     def read(self, queue_id: int, offset: int, n: int) -> tuple[list[MessageExt], int, int, int]:
         q = self.queues.get(queue_id, [])
@@ -198,7 +211,7 @@ def test_broker_schedule_delivery_skips_blank_entries() -> None:
         if offset in blank:  # nothing returned, but the store says where the next readable entry is
             return [], max(blank) + 1, 0, 6
         recs, _next, mn, mx = fake.read(queue_id, offset, n)
-        recs = [r for r in recs if r.queue_offset not in blank][: 1]
+        recs = [r for r in recs if r.queue_offset not in blank][:1]
         return recs, (recs[-1].queue_offset + 1 if recs else offset), mn, mx
 
     sd = ScheduleDelivery((1000,), read, fake.put)

@@ -41,7 +41,7 @@ def test_averagely_blocks(n: int, m: int, expected: list[list[int]]) -> None:
     assert got == expected
 
 
-@pytest.mark.parametrize(("n", "m"), [(n, m) for n in range(0, 17) for m in range(1, 7)])
+@pytest.mark.parametrize(("n", "m"), [(n, m) for n in range(17) for m in range(1, 7)])
 def test_averagely_partitions_every_queue_once(n: int, m: int) -> None:
     cids = [f"c{i}" for i in range(m)]
     parts = [allocate_averagely("g", c, qs(n), cids) for c in cids]

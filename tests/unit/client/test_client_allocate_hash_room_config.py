@@ -34,7 +34,9 @@ def test_queue_key_is_java_to_string() -> None:
 
 def reference_owner(cids: list[str], key: str, vnodes: int = 10) -> str:
     """Independent restatement of ConsistentHashRouter.routeNode for the test."""
-    ring = {int.from_bytes(hashlib.md5(f"{c}-{i}".encode()).digest()[:4], "big"): c for c in cids for i in range(vnodes)}
+    ring = {
+        int.from_bytes(hashlib.md5(f"{c}-{i}".encode()).digest()[:4], "big"): c for c in cids for i in range(vnodes)
+    }
     h = int.from_bytes(hashlib.md5(key.encode()).digest()[:4], "big")
     after = [k for k in sorted(ring) if k >= h]
     return ring[after[0] if after else min(ring)]
@@ -46,7 +48,7 @@ def test_consistent_hash_partitions_every_queue_once(m: int) -> None:
     cids = [f"127.0.0.1@{i}" for i in range(m)]
     parts = [allocate_consistent_hash("g", c, mqs, cids) for c in cids]
     assert sorted(q for p in parts for q in p) == sorted(mqs)
-    for c, p in zip(cids, parts):
+    for c, p in zip(cids, parts, strict=False):
         for q in p:
             assert reference_owner(cids, str(q)) == c
 
@@ -68,7 +70,9 @@ def test_consistent_hash_edge_cases() -> None:
     with pytest.raises(ValueError):
         consistent_hash_strategy(-1)
     # a custom hash function is used for both nodes and keys
-    ring = ConsistentHashRing(["a", "b"], 1, hash_fn=lambda k: {"a-0": 10, "b-0": 20}.get(k, int(k) if k.isdigit() else 0))
+    ring = ConsistentHashRing(
+        ["a", "b"], 1, hash_fn=lambda k: {"a-0": 10, "b-0": 20}.get(k, int(k) if k.isdigit() else 0)
+    )
     assert (ring.route("5"), ring.route("15"), ring.route("25")) == ("a", "b", "a")
 
 
@@ -98,7 +102,9 @@ def test_machine_room_nearby() -> None:
     from rocketpipe.client.consumer.allocate import allocate_averagely, machine_room_nearby_strategy
 
     mqs = [MessageQueue("T", f"{room}-broker", i) for room in ("hz", "sh", "bj") for i in range(4)]
-    s = machine_room_nearby_strategy(allocate_averagely, lambda q: q.broker_name.split("-")[0], lambda c: c.split("@")[0])
+    s = machine_room_nearby_strategy(
+        allocate_averagely, lambda q: q.broker_name.split("-")[0], lambda c: c.split("@")[0]
+    )
     cids = ["hz@1", "hz@2", "sh@1"]  # nobody in bj
     got = {c: s("g", c, mqs, cids) for c in cids}
     hz = [q for q in sorted(mqs) if q.broker_name.startswith("hz")]

@@ -27,7 +27,7 @@ Q1 = MessageQueue("T", "broker-a", 1)
 
 def test_doctests_and_default_dir() -> None:
     assert doctest.testmod(local_offsets).failed == 0
-    assert DEFAULT_LOCAL_OFFSET_STORE_DIR == os.path.join(os.path.expanduser("~"), ".rocketmq_offsets")
+    assert os.path.join(os.path.expanduser("~"), ".rocketmq_offsets") == DEFAULT_LOCAL_OFFSET_STORE_DIR
     assert local_offsets_path("ip@x", "g").parts[-3:] == ("ip@x", "g", "offsets.json")
 
 
@@ -116,5 +116,7 @@ async def test_overlapping_persists_lose_no_queue(tmp_path: Path) -> None:
     for round_ in range(5):
         for i, mq in enumerate(mqs):
             store.update_offset(mq, 100 * round_ + i, increase_only=False)
-        await asyncio.gather(store.persist_all(mqs[:8]), *(store.persist(mq) for mq in mqs[8:]), store.persist_all(mqs[4:12]))
+        await asyncio.gather(
+            store.persist_all(mqs[:8]), *(store.persist(mq) for mq in mqs[8:]), store.persist_all(mqs[4:12])
+        )
     assert store.read_file() == {mq: 400 + i for i, mq in enumerate(mqs)}

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import doctest
 
 from rocketpipe.client._tasks import TaskOwner
 from rocketpipe.client.consumer import concurrent
 from rocketpipe.client.consumer.concurrent import ConcurrentDispatcher, ConsumeRequest
-from rocketpipe.client.consumer.listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus as S
+from rocketpipe.client.consumer.listener import ConsumeConcurrentlyContext
+from rocketpipe.client.consumer.listener import ConsumeConcurrentlyStatus as S
 from rocketpipe.client.consumer.offsets import RemoteOffsetStore
 from rocketpipe.client.consumer.process_queue import ProcessQueue
 from rocketpipe.protocol.message import MessageExt, MessageQueue
+from waiting import wait_until
 
 MQ = MessageQueue("T", "b", 0)
 
@@ -38,7 +39,14 @@ def make(send_back_ok: bool) -> tuple[ConcurrentDispatcher, RemoteOffsetStore, l
 
     tasks = TaskOwner("t")
     d = ConcurrentDispatcher(
-        "g", lambda msgs, ctx: S.CONSUME_SUCCESS, store, send_back, tasks, consume_thread_max=2, consume_message_batch_max_size=4, now_ms=lambda: 0
+        "g",
+        lambda msgs, ctx: S.CONSUME_SUCCESS,
+        store,
+        send_back,
+        tasks,
+        consume_thread_max=2,
+        consume_message_batch_max_size=4,
+        now_ms=lambda: 0,
     )
     return d, store, sent, tasks
 
@@ -63,7 +71,9 @@ async def test_failed_send_back_keeps_message_and_offset() -> None:
     pq = ProcessQueue()
     msgs = [MessageExt(topic="T", body=b"x", queue_offset=i) for i in range(3)]
     pq.put_messages(msgs)
-    await d.process_consume_result(S.RECONSUME_LATER, ConsumeConcurrentlyContext(message_queue=MQ), ConsumeRequest(msgs, pq, MQ))
+    await d.process_consume_result(
+        S.RECONSUME_LATER, ConsumeConcurrentlyContext(message_queue=MQ), ConsumeRequest(msgs, pq, MQ)
+    )
     assert sent == [0, 1, 2]
     assert pq.msg_count == 3  # kept for the local re-consume in 5 s
     assert store.read_memory(MQ) == 0  # commit offset stays at the oldest kept message
@@ -84,16 +94,15 @@ async def test_listener_batches_and_sync_listener_in_threads() -> None:
 
     tasks = TaskOwner("t")
     await tasks.start()
-    d = ConcurrentDispatcher("g", listener, store, send_back, tasks, consume_thread_max=3, consume_message_batch_max_size=2, now_ms=lambda: 0)
+    d = ConcurrentDispatcher(
+        "g", listener, store, send_back, tasks, consume_thread_max=3, consume_message_batch_max_size=2, now_ms=lambda: 0
+    )
     d.start()
     pq = ProcessQueue()
     msgs = [MessageExt(topic="%RETRY%g", body=b"x", queue_offset=i, properties={"RETRY_TOPIC": "T"}) for i in range(5)]
     pq.put_messages(msgs)
     d.submit(msgs, pq, MQ)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 5
-    while store.read_memory(MQ) != 5 and loop.time() < deadline:
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: store.read_memory(MQ) == 5, timeout=10, what="every offset committed in memory")
     assert store.read_memory(MQ) == 5
     assert sorted(len(b) for b in seen) == [1, 2, 2]
     assert all(m.topic == "T" for m in msgs)  # retry topic restored before the listener
@@ -123,16 +132,15 @@ async def test_sync_listener_backlog_shares_thread_hops_one_call_per_batch() -> 
 
     tasks = TaskOwner("t")
     await tasks.start()
-    d = ConcurrentDispatcher("g", listener, store, send_back, tasks, consume_thread_max=2, consume_message_batch_max_size=1, now_ms=lambda: 0)
+    d = ConcurrentDispatcher(
+        "g", listener, store, send_back, tasks, consume_thread_max=2, consume_message_batch_max_size=1, now_ms=lambda: 0
+    )
     pq = ProcessQueue()
     msgs = [MessageExt(topic="T", body=b"x", queue_offset=i) for i in range(200)]
     pq.put_messages(msgs)
     d.submit(msgs, pq, MQ)  # a backlog before the workers start: hops carry several calls
     d.start()
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 10
-    while store.read_memory(MQ) != 200 and loop.time() < deadline:
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: store.read_memory(MQ) == 200, timeout=10, what="every offset committed in memory")
     assert store.read_memory(MQ) == 200
     assert sorted(seen) == [(i,) for i in range(200)]  # one listener call per batch
     assert len(contexts) >= 1 and sorted(sent) == [7, 9]

@@ -15,7 +15,11 @@ from rocketpipe.errors import InvalidArgumentError
 def test_defaults_mirror_java() -> None:
     c = ClientConfig(namesrv_addr="a:1;b:2")
     assert c.namesrv_addrs() == ["a:1", "b:2"]
-    assert (c.poll_name_server_interval, c.heartbeat_broker_interval, c.persist_consumer_offset_interval) == (30.0, 30.0, 5.0)
+    assert (c.poll_name_server_interval, c.heartbeat_broker_interval, c.persist_consumer_offset_interval) == (
+        30.0,
+        30.0,
+        5.0,
+    )
     assert c.request_timeout == 3.0
     assert c.client_id() == "127.0.0.1@DEFAULT"
 
@@ -38,7 +42,9 @@ def test_validation(kwargs: dict[str, object]) -> None:
 def test_exported_members() -> None:
     for name in rocketpipe.__all__:
         assert getattr(rocketpipe, name) is not None, name
-    assert {"Producer", "PushConsumer", "Admin", "SyncProducer", "SyncAdmin", "SendResult", "PullRaw"} <= set(rocketpipe.__all__)
+    assert {"Producer", "PushConsumer", "Admin", "SyncProducer", "SyncAdmin", "SendResult", "PullRaw"} <= set(
+        rocketpipe.__all__
+    )
     assert rocketpipe.Producer is rocketpipe.client.Producer
 
 

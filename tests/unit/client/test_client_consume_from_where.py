@@ -22,7 +22,12 @@ from rocketpipe.client.consumer.offsets import (
 from rocketpipe.errors import SystemError_
 from rocketpipe.protocol.message import MessageQueue
 
-LAST_LIKE = [W.CONSUME_FROM_LAST_OFFSET, W.CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST, W.CONSUME_FROM_MIN_OFFSET, W.CONSUME_FROM_MAX_OFFSET]
+LAST_LIKE = [
+    W.CONSUME_FROM_LAST_OFFSET,
+    W.CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST,
+    W.CONSUME_FROM_MIN_OFFSET,
+    W.CONSUME_FROM_MAX_OFFSET,
+]
 
 
 @pytest.mark.parametrize("where", list(W))
@@ -79,7 +84,14 @@ def run_compute(where: W, stored: int, topic: str = "T", *, max_raises: bool = F
         return 5
 
     result = asyncio.run(
-        compute_pull_from_where(where, mq, read_store_offset=read, max_offset=max_offset, search_offset=search, consume_timestamp="20240101000000")
+        compute_pull_from_where(
+            where,
+            mq,
+            read_store_offset=read,
+            max_offset=max_offset,
+            search_offset=search,
+            consume_timestamp="20240101000000",
+        )
     )
     return result, calls
 

@@ -135,11 +135,17 @@ def test_flow_control_per_queue_count_size_span() -> None:
     pq = ProcessQueue()
     pq.put_messages([msg(0), msg(1), msg(2)])
     assert lite_flow_control_delay(0, pq, LitePullSettings(pull_threshold_for_queue=3)) is None
-    assert lite_flow_control_delay(0, pq, LitePullSettings(pull_threshold_for_queue=2)) == PULL_DELAY_WHEN_CACHE_FLOW_CONTROL
+    assert (
+        lite_flow_control_delay(0, pq, LitePullSettings(pull_threshold_for_queue=2))
+        == PULL_DELAY_WHEN_CACHE_FLOW_CONTROL
+    )
     assert lite_flow_control_delay(0, pq, LitePullSettings(consume_max_span=1)) == PULL_DELAY_WHEN_CACHE_FLOW_CONTROL
     big = ProcessQueue()
     big.put_messages([msg(0, 2 * 1024 * 1024)])
-    assert lite_flow_control_delay(0, big, LitePullSettings(pull_threshold_size_for_queue=1)) == PULL_DELAY_WHEN_CACHE_FLOW_CONTROL
+    assert (
+        lite_flow_control_delay(0, big, LitePullSettings(pull_threshold_size_for_queue=1))
+        == PULL_DELAY_WHEN_CACHE_FLOW_CONTROL
+    )
     assert lite_flow_control_delay(0, big, LitePullSettings(pull_threshold_size_for_queue=2)) is None
 
 
@@ -148,7 +154,12 @@ def test_flow_control_per_queue_count_size_span() -> None:
 
 def test_settings_defaults_match_java() -> None:
     s = LitePullSettings()
-    assert (s.pull_batch_size, s.pull_threshold_for_all, s.pull_threshold_for_queue, s.pull_threshold_size_for_queue) == (10, 10_000, 1_000, 100)
+    assert (
+        s.pull_batch_size,
+        s.pull_threshold_for_all,
+        s.pull_threshold_for_queue,
+        s.pull_threshold_size_for_queue,
+    ) == (10, 10_000, 1_000, 100)
     assert (s.consume_max_span, s.poll_timeout, s.auto_commit, s.auto_commit_interval) == (2_000, 5.0, True, 5.0)
     assert (s.broker_suspend_max_time, s.consumer_timeout_when_suspend, s.consumer_pull_timeout) == (20.0, 30.0, 10.0)
 

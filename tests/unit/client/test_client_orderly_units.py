@@ -52,7 +52,9 @@ def test_lock_expiry() -> None:
     assert pq.locked and not pq.is_lock_expired(130.0) and pq.is_lock_expired(130.1)
 
 
-def make_dispatcher(max_reconsume: int = -1, send_ok: bool = True) -> tuple[OrderlyDispatcher, dict[MessageQueue, int], list[int]]:
+def make_dispatcher(
+    max_reconsume: int = -1, send_ok: bool = True
+) -> tuple[OrderlyDispatcher, dict[MessageQueue, int], list[int]]:
     offsets: dict[MessageQueue, int] = {}
     sent: list[int] = []
 
@@ -61,9 +63,17 @@ def make_dispatcher(max_reconsume: int = -1, send_ok: bool = True) -> tuple[Orde
         return send_ok
 
     d = OrderlyDispatcher(
-        "g", lambda ms, ctx: S.SUCCESS, offsets.__setitem__, send_back, None, TaskOwner("t"),
-        consume_thread_max=1, consume_message_batch_max_size=2, suspend_current_queue_time_millis=1000,
-        max_reconsume_times=max_reconsume, now_ms=lambda: 0,
+        "g",
+        lambda ms, ctx: S.SUCCESS,
+        offsets.__setitem__,
+        send_back,
+        None,
+        TaskOwner("t"),
+        consume_thread_max=1,
+        consume_message_batch_max_size=2,
+        suspend_current_queue_time_millis=1000,
+        max_reconsume_times=max_reconsume,
+        now_ms=lambda: 0,
     )
     return d, offsets, sent
 
@@ -128,9 +138,17 @@ async def test_listener_outcomes_map_to_suspend() -> None:
 
     for fn in (boom, none, MessageListenerOrderly(none)):
         d = OrderlyDispatcher(
-            "g", fn, lambda mq, o: None, None, None, TaskOwner("t"),  # type: ignore[arg-type]
-            consume_thread_max=1, consume_message_batch_max_size=1, suspend_current_queue_time_millis=1000,
-            max_reconsume_times=-1, now_ms=lambda: 0,
+            "g",
+            fn,
+            lambda mq, o: None,
+            None,
+            None,
+            TaskOwner("t"),  # type: ignore[arg-type]
+            consume_thread_max=1,
+            consume_message_batch_max_size=1,
+            suspend_current_queue_time_millis=1000,
+            max_reconsume_times=-1,
+            now_ms=lambda: 0,
         )
         assert await d._call_listener(msgs(0), ConsumeOrderlyContext(MQ)) is S.SUSPEND_CURRENT_QUEUE_A_MOMENT
         await d.close()

@@ -10,7 +10,11 @@ import pytest
 
 from rocketpipe import PushConsumer
 from rocketpipe.client.consumer import assignment, pop_push
-from rocketpipe.client.consumer.allocate import allocate_averagely, allocate_averagely_by_circle, allocate_consistent_hash
+from rocketpipe.client.consumer.allocate import (
+    allocate_averagely,
+    allocate_averagely_by_circle,
+    allocate_consistent_hash,
+)
 from rocketpipe.client.consumer.assignment import (
     AssignmentProbe,
     MessageQueueAssignment,
@@ -27,7 +31,12 @@ from rocketpipe.client.consumer.pop_push import (
     pop_invisible_delay,
     update_pop_retry_subscription,
 )
-from rocketpipe.errors import InvalidArgumentError, RequestCodeNotSupportedError, RequestTimeoutError, TopicNotExistError
+from rocketpipe.errors import (
+    InvalidArgumentError,
+    RequestCodeNotSupportedError,
+    RequestTimeoutError,
+    TopicNotExistError,
+)
 from rocketpipe.protocol.bodies.heartbeat import SubscriptionData
 from rocketpipe.protocol.headers.pop import ExtraInfo
 from rocketpipe.protocol.message import MessageExt, MessageQueue
@@ -119,7 +128,11 @@ def test_pop_consume_request_timeout() -> None:
 def test_split_assignments() -> None:
     pull_q, pop_q = MessageQueue("T", "b", 0), MessageQueue("T", "b", -1)
     pull, pop = split_assignments(
-        [MessageQueueAssignment(pull_q), MessageQueueAssignment(pop_q, MessageRequestMode.POP), MessageQueueAssignment(MessageQueue("T", "c", 1), MessageRequestMode.PULL)]
+        [
+            MessageQueueAssignment(pull_q),
+            MessageQueueAssignment(pop_q, MessageRequestMode.POP),
+            MessageQueueAssignment(MessageQueue("T", "c", 1), MessageRequestMode.PULL),
+        ]
     )
     assert pull == {pull_q, MessageQueue("T", "c", 1)} and pop == {pop_q}
     assert split_assignments([]) == (set(), set())
@@ -232,7 +245,12 @@ def test_push_consumer_defaults_are_javas() -> None:
     c = PushConsumer("cg", namesrv_addr="127.0.0.1:1")
     assert c.client_rebalance is True and not c.uses_broker_rebalance
     assert c.pop_queues() == []
-    info_props = {"clientRebalance": "true", "popThresholdForQueue": "96", "popInvisibleTime": "60000", "popBatchNums": "32"}
+    info_props = {
+        "clientRebalance": "true",
+        "popThresholdForQueue": "96",
+        "popInvisibleTime": "60000",
+        "popBatchNums": "32",
+    }
     # running_info needs a loop (it reads loop time); the settings it reports are the defaults above
     props = asyncio.run(_running_info_props(c))
     assert {k: props[k] for k in info_props} == info_props

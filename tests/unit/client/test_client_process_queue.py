@@ -57,7 +57,9 @@ def test_pull_expiry() -> None:
 
 
 def test_flow_control_by_count() -> None:
-    limits = FlowControlLimits(pull_threshold_for_queue=3, pull_threshold_size_for_queue=100, consume_concurrently_max_span=2000)
+    limits = FlowControlLimits(
+        pull_threshold_for_queue=3, pull_threshold_size_for_queue=100, consume_concurrently_max_span=2000
+    )
     pq = ProcessQueue()
     pq.put_messages([msg(i) for i in range(3)])
     assert flow_control_delay(pq, limits) is None  # 3 is not over 3
@@ -66,7 +68,9 @@ def test_flow_control_by_count() -> None:
 
 
 def test_flow_control_by_size() -> None:
-    limits = FlowControlLimits(pull_threshold_for_queue=1000, pull_threshold_size_for_queue=1, consume_concurrently_max_span=2000)
+    limits = FlowControlLimits(
+        pull_threshold_for_queue=1000, pull_threshold_size_for_queue=1, consume_concurrently_max_span=2000
+    )
     pq = ProcessQueue()
     pq.put_messages([msg(0, 1024 * 1024)])
     assert flow_control_delay(pq, limits) is None
@@ -87,4 +91,8 @@ def test_flow_control_by_span() -> None:
 
 def test_defaults_mirror_java() -> None:
     limits = FlowControlLimits()
-    assert (limits.pull_threshold_for_queue, limits.pull_threshold_size_for_queue, limits.consume_concurrently_max_span) == (1000, 100, 2000)
+    assert (
+        limits.pull_threshold_for_queue,
+        limits.pull_threshold_size_for_queue,
+        limits.consume_concurrently_max_span,
+    ) == (1000, 100, 2000)

@@ -9,7 +9,12 @@ from rocketpipe.client.consumer.listener import ConsumeConcurrentlyContext, Cons
 from rocketpipe.client.consumer.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus, MessageListenerOrderly
 from rocketpipe.client.consumer.process_queue import ProcessQueue
 from rocketpipe.client.consumer.pull import PullRequest
-from rocketpipe.client.consumer.push_controls import CONSUME_CONTEXT_TYPE, ConsumeMessageContext, PushControls, wrap_listener_with_hooks
+from rocketpipe.client.consumer.push_controls import (
+    CONSUME_CONTEXT_TYPE,
+    ConsumeMessageContext,
+    PushControls,
+    wrap_listener_with_hooks,
+)
 from rocketpipe.client.inbound import CMResult, ConsumeMessageDirectlyResult, consume_directly
 from rocketpipe.protocol.message import MessageExt, MessageQueue
 
@@ -104,6 +109,8 @@ async def test_consume_directly_maps_statuses() -> None:
 
 
 def test_direct_result_json() -> None:
-    r = ConsumeMessageDirectlyResult(order=True, auto_commit=False, consume_result=CMResult.CR_LATER, remark="r", spent_time_mills=7)
+    r = ConsumeMessageDirectlyResult(
+        order=True, auto_commit=False, consume_result=CMResult.CR_LATER, remark="r", spent_time_mills=7
+    )
     assert r.encode() == b'{"autoCommit":false,"consumeResult":"CR_LATER","order":true,"remark":"r","spentTimeMills":7}'
     assert ConsumeMessageDirectlyResult.decode(r.encode()) == r

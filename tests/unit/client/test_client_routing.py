@@ -45,7 +45,11 @@ def test_publish_queues_sorted_writable_with_master() -> None:
 def test_order_topic_conf_wins() -> None:
     r = route()
     r.order_topic_conf = "broker-z:2;broker-y:1"
-    assert [(q.broker_name, q.queue_id) for q in publish_queues("T", r)] == [("broker-z", 0), ("broker-z", 1), ("broker-y", 0)]
+    assert [(q.broker_name, q.queue_id) for q in publish_queues("T", r)] == [
+        ("broker-z", 0),
+        ("broker-z", 1),
+        ("broker-y", 0),
+    ]
 
 
 def test_subscribe_queues_readable_sorted() -> None:

@@ -14,7 +14,9 @@ from rocketpipe.protocol.message import MessageQueue
 
 
 @pytest.mark.parametrize("topic", ["T", "%RETRY%g"])
-@pytest.mark.parametrize("props", [{}, {"UNIQ_KEY": "ABC", "TAGS": "t", "RECONSUME_TIME": "2", "MAX_RECONSUME_TIMES": "5"}])
+@pytest.mark.parametrize(
+    "props", [{}, {"UNIQ_KEY": "ABC", "TAGS": "t", "RECONSUME_TIME": "2", "MAX_RECONSUME_TIMES": "5"}]
+)
 @pytest.mark.parametrize("batch", [False, True])
 def test_ext_fields_equal_typed_header(topic: str, props: dict[str, str], batch: bool) -> None:
     p = Producer("pg", namesrv_addr="127.0.0.1:9876", default_topic_queue_nums=6)
@@ -40,8 +42,28 @@ def _resp(ext: dict[str, str], code: int = ResponseCode.SUCCESS) -> RemotingComm
 
 def test_send_result_reuses_queue_and_maps_fields() -> None:
     mq = MessageQueue("T", "b", 2)
-    r = send_result(_resp({"msgId": "M", "queueId": "2", "queueOffset": "7", "transactionId": "U", "MSG_REGION": "R", "TRACE_ON": "false"}), mq, "U")
-    assert (r.send_status, r.offset_msg_id, r.queue_offset, r.transaction_id, r.region_id, r.trace_on) == (SendStatus.SEND_OK, "M", 7, "U", "R", False)
+    r = send_result(
+        _resp(
+            {
+                "msgId": "M",
+                "queueId": "2",
+                "queueOffset": "7",
+                "transactionId": "U",
+                "MSG_REGION": "R",
+                "TRACE_ON": "false",
+            }
+        ),
+        mq,
+        "U",
+    )
+    assert (r.send_status, r.offset_msg_id, r.queue_offset, r.transaction_id, r.region_id, r.trace_on) == (
+        SendStatus.SEND_OK,
+        "M",
+        7,
+        "U",
+        "R",
+        False,
+    )
     assert r.message_queue is mq
     other = send_result(_resp({"msgId": "M", "queueId": "3", "queueOffset": "0"}), mq, "U")
     assert other.message_queue == MessageQueue("T", "b", 3)
@@ -54,5 +76,7 @@ def test_send_result_bad_header_raises_like_the_typed_decoder() -> None:
         send_result(_resp({"msgId": "M", "queueOffset": "7"}), mq, "U")
     with pytest.raises(HeaderError):
         send_result(_resp({"msgId": "M", "queueId": "x", "queueOffset": "7"}), mq, "U")
-    degraded = send_result(_resp({"msgId": "M", "queueId": "2", "queueOffset": "1"}, ResponseCode.FLUSH_DISK_TIMEOUT), mq, "U")
+    degraded = send_result(
+        _resp({"msgId": "M", "queueId": "2", "queueOffset": "1"}, ResponseCode.FLUSH_DISK_TIMEOUT), mq, "U"
+    )
     assert degraded.send_status is SendStatus.FLUSH_DISK_TIMEOUT

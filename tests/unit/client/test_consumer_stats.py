@@ -11,14 +11,19 @@ from rocketpipe.client._tasks import TaskOwner
 from rocketpipe.client.consumer.concurrent import ConcurrentDispatcher, ConsumeRequest
 from rocketpipe.client.consumer.listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ListenerRunner
 from rocketpipe.client.consumer.offsets import RemoteOffsetStore
-from rocketpipe.client.consumer.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus, OrderlyDispatcher, OrderlyProcessQueue
+from rocketpipe.client.consumer.orderly import (
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+    OrderlyDispatcher,
+    OrderlyProcessQueue,
+)
 from rocketpipe.client.consumer.process_queue import ProcessQueue
 from rocketpipe.client.consumer.stats import ConsumerStats, StatsWindow, zero_consume_status
 from rocketpipe.protocol.message import MessageExt, MessageQueue
 from rocketpipe.testing import FakeClock
 
 C = ConsumeConcurrentlyStatus
-O = ConsumeOrderlyStatus
+OS = ConsumeOrderlyStatus
 #: a multiple of one hour: bucket boundaries fall on whole seconds / minutes from here
 T0 = 1_700_002_800_000
 assert T0 % 3_600_000 == 0
@@ -140,8 +145,14 @@ async def test_concurrent_counts_ok_failed_and_rt_where_java_does() -> None:
     tasks = TaskOwner("t")
     await tasks.start()
     d = ConcurrentDispatcher(
-        "g", listener, RemoteOffsetStore(_q, _c), send_back, tasks,
-        consume_thread_max=1, consume_message_batch_max_size=2, now_ms=clock.now_ms,
+        "g",
+        listener,
+        RemoteOffsetStore(_q, _c),
+        send_back,
+        tasks,
+        consume_thread_max=1,
+        consume_message_batch_max_size=2,
+        now_ms=clock.now_ms,
     )
     try:
         pq = ProcessQueue()
@@ -157,7 +168,9 @@ async def test_concurrent_counts_ok_failed_and_rt_where_java_does() -> None:
         rpq = ProcessQueue()
         retry = msgs(0, topic="%RETRY%g")
         rpq.put_messages(retry)
-        await d.process_consume_result(C.CONSUME_SUCCESS, ConsumeConcurrentlyContext(RETRY_MQ), ConsumeRequest(retry, rpq, RETRY_MQ))
+        await d.process_consume_result(
+            C.CONSUME_SUCCESS, ConsumeConcurrentlyContext(RETRY_MQ), ConsumeRequest(retry, rpq, RETRY_MQ)
+        )
         assert d.stats.consume_status("g", "%RETRY%g")["consumeOKTPS"] == 1.0
         # a dropped queue: the call is timed, the result is not counted
         dpq = ProcessQueue()
@@ -176,8 +189,15 @@ async def test_concurrent_counts_ok_failed_and_rt_where_java_does() -> None:
 async def test_shared_stats_object_is_used_when_given() -> None:
     stats = ConsumerStats(clock_at())
     d = ConcurrentDispatcher(
-        "g", lambda ms, ctx: C.CONSUME_SUCCESS, RemoteOffsetStore(_q, _c), None, TaskOwner("t"),  # type: ignore[arg-type]
-        consume_thread_max=1, consume_message_batch_max_size=1, now_ms=lambda: 0, stats=stats,
+        "g",
+        lambda ms, ctx: C.CONSUME_SUCCESS,
+        RemoteOffsetStore(_q, _c),
+        None,
+        TaskOwner("t"),  # type: ignore[arg-type]
+        consume_thread_max=1,
+        consume_message_batch_max_size=1,
+        now_ms=lambda: 0,
+        stats=stats,
     )
     assert d.stats is stats
 
@@ -190,22 +210,30 @@ async def test_orderly_counts_per_status_as_java() -> None:
         return True
 
     async def listener(batch: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
-        return O.SUCCESS
+        return OS.SUCCESS
 
     d = OrderlyDispatcher(
-        "g", listener, offsets.__setitem__, send_back, None, TaskOwner("t"),
-        consume_thread_max=1, consume_message_batch_max_size=2, suspend_current_queue_time_millis=1000,
-        max_reconsume_times=-1, now_ms=clock.now_ms,
+        "g",
+        listener,
+        offsets.__setitem__,
+        send_back,
+        None,
+        TaskOwner("t"),
+        consume_thread_max=1,
+        consume_message_batch_max_size=2,
+        suspend_current_queue_time_millis=1000,
+        max_reconsume_times=-1,
+        now_ms=clock.now_ms,
     )
     pq = OrderlyProcessQueue(0.0)
     pq.put_messages(msgs(0, 1, 2, 3, 4, 5))
     b = pq.take_messages(2)
-    assert await d._call_listener(b, ConsumeOrderlyContext(MQ)) is O.SUCCESS
-    assert await d._process_result(b, O.SUSPEND_CURRENT_QUEUE_A_MOMENT, ConsumeOrderlyContext(MQ), pq, MQ) == 1.0
-    assert await d._process_result(b, O.SUCCESS, ConsumeOrderlyContext(MQ), pq, MQ) is None
+    assert await d._call_listener(b, ConsumeOrderlyContext(MQ)) is OS.SUCCESS
+    assert await d._process_result(b, OS.SUSPEND_CURRENT_QUEUE_A_MOMENT, ConsumeOrderlyContext(MQ), pq, MQ) == 1.0
+    assert await d._process_result(b, OS.SUCCESS, ConsumeOrderlyContext(MQ), pq, MQ) is None
     manual = ConsumeOrderlyContext(MQ, auto_commit=False)
-    assert await d._process_result(pq.take_messages(2), O.COMMIT, manual, pq, MQ) is None  # counts nothing
-    assert await d._process_result(pq.take_messages(2), O.ROLLBACK, manual, pq, MQ) == 1.0  # counts nothing
+    assert await d._process_result(pq.take_messages(2), OS.COMMIT, manual, pq, MQ) is None  # counts nothing
+    assert await d._process_result(pq.take_messages(2), OS.ROLLBACK, manual, pq, MQ) == 1.0  # counts nothing
     st = d.stats.consume_status("g", "T")
     assert st["consumeOKTPS"] == 2.0 and st["consumeFailedMsgs"] == 2 and st["consumeRT"] > 0.0
     await d.close()
@@ -215,7 +243,9 @@ async def test_orderly_counts_per_status_as_java() -> None:
 
 
 def runner(listener: object, threads: int = 2) -> ListenerRunner[ConsumeConcurrentlyStatus]:
-    return ListenerRunner(listener, status_type=C, failure=C.RECONSUME_LATER, group="g", max_threads=threads, thread_name_prefix="t")
+    return ListenerRunner(
+        listener, status_type=C, failure=C.RECONSUME_LATER, group="g", max_threads=threads, thread_name_prefix="t"
+    )
 
 
 async def test_runner_maps_outcomes_and_times_each_call() -> None:

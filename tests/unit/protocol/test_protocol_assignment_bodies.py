@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from _protocol_vectors import VECTORS, load_hex
 
 from rocketpipe.errors import ProtocolError
 from rocketpipe.protocol.bodies.assignment import (
@@ -24,8 +25,6 @@ from rocketpipe.protocol.bodies.assignment import (
     SetMessageRequestModeRequestBody,
 )
 from rocketpipe.protocol.message import MessageQueue
-
-from _protocol_vectors import VECTORS, load_hex
 
 
 def vec(name: str) -> bytes:
@@ -48,14 +47,24 @@ def test_every_vector_names_its_java_provenance() -> None:
 def test_set_message_request_mode_body(name: str, mode: MessageRequestMode, share: int) -> None:
     data = vec(name)
     body = SetMessageRequestModeRequestBody.decode(data)
-    assert body == SetMessageRequestModeRequestBody(topic="TopicA", consumer_group="GroupA", mode=mode, pop_share_queue_num=share)
+    assert body == SetMessageRequestModeRequestBody(
+        topic="TopicA", consumer_group="GroupA", mode=mode, pop_share_queue_num=share
+    )
     assert body.encode() == data
 
 
 def test_set_message_request_mode_defaults_and_errors() -> None:
     assert SetMessageRequestModeRequestBody.decode(b'{"topic":"T"}') == SetMessageRequestModeRequestBody(topic="T")
     assert SetMessageRequestModeRequestBody.decode(b'{"popShareQueueNum":"3"}').pop_share_queue_num == 3
-    for bad in (b"", b"[1]", b'{"topic":"T","mode":"PUSH"}', b'{"mode":3}', b"{not json", b'{"popShareQueueNum":"x"}', b'{"popShareQueueNum":[]}'):
+    for bad in (
+        b"",
+        b"[1]",
+        b'{"topic":"T","mode":"PUSH"}',
+        b'{"mode":3}',
+        b"{not json",
+        b'{"popShareQueueNum":"x"}',
+        b'{"popShareQueueNum":[]}',
+    ):
         with pytest.raises(ProtocolError):
             SetMessageRequestModeRequestBody.decode(bad)
 
@@ -74,13 +83,19 @@ def test_query_assignment_request_body() -> None:
 def test_query_assignment_response_bodies() -> None:
     pop = vec("query_assignment_response_pop")
     body = QueryAssignmentResponseBody.decode(pop)
-    assert body.message_queue_assignments == [MessageQueueAssignment(MessageQueue("TopicA", "broker-a", -1), MessageRequestMode.POP)]
+    assert body.message_queue_assignments == [
+        MessageQueueAssignment(MessageQueue("TopicA", "broker-a", -1), MessageRequestMode.POP)
+    ]
     assert body.encode() == pop
 
     att = vec("query_assignment_response_attachments")
     body = QueryAssignmentResponseBody.decode(att)
     (a,) = body.message_queue_assignments or []
-    assert (a.message_queue, a.mode, a.attachments) == (MessageQueue("TopicA", "broker-a", 3), MessageRequestMode.PULL, {"k": "v"})
+    assert (a.message_queue, a.mode, a.attachments) == (
+        MessageQueue("TopicA", "broker-a", 3),
+        MessageRequestMode.PULL,
+        {"k": "v"},
+    )
     assert body.encode() == att
 
     three = vec("query_assignment_response_three")
@@ -88,7 +103,9 @@ def test_query_assignment_response_bodies() -> None:
     assert sorted(a.message_queue.queue_id for a in body.message_queue_assignments or []) == [0, 1, 2]
     assert json.loads(body.encode()) == json.loads(three) and len(body.encode()) == len(three)
 
-    assert QueryAssignmentResponseBody.decode(vec("query_assignment_response_null")) == QueryAssignmentResponseBody(None)
+    assert QueryAssignmentResponseBody.decode(vec("query_assignment_response_null")) == QueryAssignmentResponseBody(
+        None
+    )
     assert QueryAssignmentResponseBody(None).encode() == vec("query_assignment_response_null")
     assert QueryAssignmentResponseBody.decode(vec("query_assignment_response_empty")) == QueryAssignmentResponseBody([])
     assert QueryAssignmentResponseBody([]).encode() == vec("query_assignment_response_empty")
@@ -107,4 +124,6 @@ def test_request_mode_manager_body() -> None:
 
 def test_response_skips_entries_without_a_queue() -> None:
     raw = b'{"messageQueueAssignments":[{"mode":"POP"},7,{"messageQueue":{"topic":"T","brokerName":"b","queueId":1}}]}'
-    assert QueryAssignmentResponseBody.decode(raw).message_queue_assignments == [MessageQueueAssignment(MessageQueue("T", "b", 1))]
+    assert QueryAssignmentResponseBody.decode(raw).message_queue_assignments == [
+        MessageQueueAssignment(MessageQueue("T", "b", 1))
+    ]

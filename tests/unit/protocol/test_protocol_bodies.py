@@ -172,8 +172,14 @@ def test_heartbeat_round_trip(subs: list[tuple[str, set[str]]], producers: list[
         producer_data_set=[ProducerData(p) for p in producers],
         consumer_data_set=[
             ConsumerData(
-                "g", "CONSUME_ACTIVELY", "BROADCASTING", "CONSUME_FROM_FIRST_OFFSET",
-                [SubscriptionData("T", "||".join(sorted(t)) or "*", t, {java_string_hash(x) for x in t}, 7) for _, t in subs],
+                "g",
+                "CONSUME_ACTIVELY",
+                "BROADCASTING",
+                "CONSUME_FROM_FIRST_OFFSET",
+                [
+                    SubscriptionData("T", "||".join(sorted(t)) or "*", t, {java_string_hash(x) for x in t}, 7)
+                    for _, t in subs
+                ],
                 unit_mode=True,
             )
         ],
@@ -232,42 +238,76 @@ def test_mq_map_alternative_shapes() -> None:
 
 def test_subscription_group_config_defaults_and_round_trip() -> None:
     d = SubscriptionGroupConfig.decode(b'{"groupName":"g"}')
-    assert (d.consume_enable, d.retry_queue_nums, d.retry_max_times, d.which_broker_when_consume_slowly) == (True, 1, 16, 1)
+    assert (d.consume_enable, d.retry_queue_nums, d.retry_max_times, d.which_broker_when_consume_slowly) == (
+        True,
+        1,
+        16,
+        1,
+    )
     full = SubscriptionGroupConfig(
-        "g", consume_enable=False, retry_queue_nums=2, group_retry_policy={"type": "CUSTOMIZED"},
-        subscription_data_set=[{"topic": "T"}], attributes={"a": "b"},
+        "g",
+        consume_enable=False,
+        retry_queue_nums=2,
+        group_retry_policy={"type": "CUSTOMIZED"},
+        subscription_data_set=[{"topic": "T"}],
+        attributes={"a": "b"},
     )
     assert SubscriptionGroupConfig.decode(full.encode()) == full
 
 
 def test_connection_running_info_group_list() -> None:
     cc = ConsumerConnection(
-        [Connection("c1", "1.2.3.4:5", "JAVA", 409)], {"T": SubscriptionData("T", sub_version=1)},
-        "CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_LAST_OFFSET",
+        [Connection("c1", "1.2.3.4:5", "JAVA", 409)],
+        {"T": SubscriptionData("T", sub_version=1)},
+        "CONSUME_PASSIVELY",
+        "CLUSTERING",
+        "CONSUME_FROM_LAST_OFFSET",
     )
     assert ConsumerConnection.decode(cc.encode()) == cc
     mq = MessageQueue("T", "b", 0)
     ri = ConsumerRunningInfo(
-        {"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY"}, [SubscriptionData("T", sub_version=1)],
-        {mq: {"commitOffset": 3, "droped": False}}, {"T": {"pullRT": 1.5}}, None,
+        {"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY"},
+        [SubscriptionData("T", sub_version=1)],
+        {mq: {"commitOffset": 3, "droped": False}},
+        {"T": {"pullRT": 1.5}},
+        None,
     )
     assert ConsumerRunningInfo.decode(ri.encode()) == ri
     assert GroupList.decode(GroupList({"a"}).encode()) == GroupList({"a"})
 
 
 def test_javajson_reader_edge_cases() -> None:
-    assert jj.loads(b'{0:"a",-1:"b",1.5:"c",true:1,name:2,[1,2]:3}') == {0: "a", -1: "b", 1.5: "c", True: 1, "name": 2, (1, 2): 3}
+    assert jj.loads(b'{0:"a",-1:"b",1.5:"c",true:1,name:2,[1,2]:3}') == {
+        0: "a",
+        -1: "b",
+        1.5: "c",
+        True: 1,
+        "name": 2,
+        (1, 2): 3,
+    }
     k = next(iter(jj.loads('{{"a":{"b":[1]}}:1}')))
     assert isinstance(k, jj.ObjectKey) and k.to_dict() == {"a": jj.ObjectKey.of({"b": [1]})}
     assert jj.loads('{"s":"\\u00e9\\n",1:null}') == {"s": "é\n", 1: None}
-    for bad in (b"{0:}", b"{", b'{"a" 1}', b"[1,]", b"{0:1}x", b"\xff{0:1}", b"{0:nope}", b"[" * 500 + b"{0:1}" + b"]" * 500):
+    for bad in (
+        b"{0:}",
+        b"{",
+        b'{"a" 1}',
+        b"[1,]",
+        b"{0:1}x",
+        b"\xff{0:1}",
+        b"{0:nope}",
+        b"[" * 500 + b"{0:1}" + b"]" * 500,
+    ):
         with pytest.raises(ProtocolError):
             jj.loads(bad)
 
 
 def test_javajson_writer() -> None:
     mq = MessageQueue("T", "b", 1)
-    assert jj.dumps({1: "x", mq: [1, 2.5, None, True]}) == b'{1:"x",{"brokerName":"b","queueId":1,"topic":"T"}:[1,2.5,null,true]}'
+    assert (
+        jj.dumps({1: "x", mq: [1, 2.5, None, True]})
+        == b'{1:"x",{"brokerName":"b","queueId":1,"topic":"T"}:[1,2.5,null,true]}'
+    )
     assert jj.dumps({1: "x"}, quote_non_string_keys=True) == b'{"1":"x"}'
     assert jj.loads(jj.dumps({mq: 1}, quote_non_string_keys=True)) == {'{"brokerName":"b","queueId":1,"topic":"T"}': 1}
     assert jj.dumps({"s": {3, 1, 2}}) == b'{"s":[1,2,3]}'
@@ -288,7 +328,15 @@ def test_javajson_fuzz_raises_only_protocol_error(data: bytes) -> None:
 @settings(max_examples=100, deadline=None)
 @given(st.binary(max_size=100))
 def test_body_decoders_fuzz(data: bytes) -> None:
-    for cls in (TopicRouteData, ClusterInfo, HeartbeatData, ConsumeStats, ResetOffsetBody, LockBatchRequestBody, RegisterBrokerBody):
+    for cls in (
+        TopicRouteData,
+        ClusterInfo,
+        HeartbeatData,
+        ConsumeStats,
+        ResetOffsetBody,
+        LockBatchRequestBody,
+        RegisterBrokerBody,
+    ):
         try:
             cls.decode(data)
         except ProtocolError:

@@ -10,7 +10,13 @@ from hypothesis import strategies as st
 from rocketpipe.errors import ProtocolError
 from rocketpipe.protocol.codes import LanguageCode, SerializeType
 from rocketpipe.protocol.command import RemotingCommand
-from rocketpipe.protocol.frame import MAX_FRAME_SIZE, FrameDecoder, decode_frame_payload, encode_frame, encode_frame_parts
+from rocketpipe.protocol.frame import (
+    MAX_FRAME_SIZE,
+    FrameDecoder,
+    decode_frame_payload,
+    encode_frame,
+    encode_frame_parts,
+)
 from rocketpipe.protocol.header_binary import decode_binary_header, encode_binary_header
 from rocketpipe.protocol.header_json import decode_json_header
 
@@ -44,7 +50,13 @@ def commands(draw: st.DrawFn, stype: SerializeType | None = None) -> RemotingCom
 
 def _same(a: RemotingCommand, b: RemotingCommand) -> None:
     assert (a.code, a.opaque, a.flag, a.remark, a.ext_fields, bytes(a.body), a.version) == (
-        b.code, b.opaque, b.flag, b.remark, b.ext_fields, bytes(b.body), b.version,
+        b.code,
+        b.opaque,
+        b.flag,
+        b.remark,
+        b.ext_fields,
+        bytes(b.body),
+        b.version,
     )
     assert int(a.language) == int(b.language)
     assert a.serialize_type == b.serialize_type

@@ -28,25 +28,58 @@ def _all_header_classes() -> list[type[CommandHeader]]:
 
 def test_send_v1_wire_names() -> None:
     h = H.SendMessageRequestHeader(
-        producer_group="pg", topic="T", queue_id=3, born_timestamp=1700000000000,
-        properties="TAGS\x01a\x02", batch=False, bname="broker-a",
+        producer_group="pg",
+        topic="T",
+        queue_id=3,
+        born_timestamp=1700000000000,
+        properties="TAGS\x01a\x02",
+        batch=False,
+        bname="broker-a",
     )
     assert h.to_ext_fields() == {
-        "producerGroup": "pg", "topic": "T", "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
-        "queueId": "3", "sysFlag": "0", "bornTimestamp": "1700000000000", "flag": "0",
-        "properties": "TAGS\x01a\x02", "batch": "false", "bname": "broker-a",
+        "producerGroup": "pg",
+        "topic": "T",
+        "defaultTopic": "TBW102",
+        "defaultTopicQueueNums": "4",
+        "queueId": "3",
+        "sysFlag": "0",
+        "bornTimestamp": "1700000000000",
+        "flag": "0",
+        "properties": "TAGS\x01a\x02",
+        "batch": "false",
+        "bname": "broker-a",
     }
 
 
 def test_send_v2_single_letters_and_conversion() -> None:
     v1 = H.SendMessageRequestHeader(
-        producer_group="pg", topic="T", queue_id=-1, sys_flag=1, born_timestamp=5, flag=7,
-        reconsume_times=2, unit_mode=False, max_reconsume_times=16, batch=True, bname="b",
+        producer_group="pg",
+        topic="T",
+        queue_id=-1,
+        sys_flag=1,
+        born_timestamp=5,
+        flag=7,
+        reconsume_times=2,
+        unit_mode=False,
+        max_reconsume_times=16,
+        batch=True,
+        bname="b",
     )
     v2 = H.SendMessageRequestHeaderV2.from_v1(v1)
     assert v2.to_ext_fields() == {
-        "a": "pg", "b": "T", "c": "TBW102", "d": "4", "e": "-1", "f": "1", "g": "5", "h": "7",
-        "j": "2", "k": "false", "l": "16", "m": "true", "n": "b",
+        "a": "pg",
+        "b": "T",
+        "c": "TBW102",
+        "d": "4",
+        "e": "-1",
+        "f": "1",
+        "g": "5",
+        "h": "7",
+        "j": "2",
+        "k": "false",
+        "l": "16",
+        "m": "true",
+        "n": "b",
     }
     assert v2.to_v1() == v1
     assert H.SendMessageRequestHeaderV2.from_ext_fields(v2.to_ext_fields()) == v2
@@ -64,11 +97,11 @@ def test_missing_required_raises_header_error() -> None:
 def test_java_spellings() -> None:
     assert H.UnregisterClientRequestHeader(client_id="c").to_ext_fields() == {"clientID": "c"}
     assert H.GetConsumerRunningInfoRequestHeader(consumer_group="g", client_id="c").to_ext_fields() == {
-        "consumerGroup": "g", "clientId": "c", "jstackEnable": "false",
+        "consumerGroup": "g",
+        "clientId": "c",
+        "jstackEnable": "false",
     }
-    r = H.ResetOffsetRequestHeader.from_ext_fields(
-        {"group": "g", "topic": "t", "timestamp": "9", "isForce": "TRUE"}
-    )
+    r = H.ResetOffsetRequestHeader.from_ext_fields({"group": "g", "topic": "t", "timestamp": "9", "isForce": "TRUE"})
     assert (r.is_force, r.queue_id, r.timestamp) == (True, -1, 9)
     g = H.GetRouteInfoRequestHeader(topic="T", accept_standard_json_only=True)
     assert g.to_ext_fields() == {"topic": "T", "acceptStandardJsonOnly": "true"}
@@ -93,7 +126,7 @@ def test_every_header_round_trips_and_is_frozen_slots() -> None:
     for cls in classes:
         kwargs: dict[str, object] = {}
         for f in dataclasses.fields(cls):
-            kind = cls._field_specs()  # noqa: SLF001 - exercised for coverage of the codec
+            kind = cls._field_specs()
             assert kind is not None
             hint = str(f.type)
             if "bool" in hint:
@@ -139,8 +172,12 @@ def test_values_of_unexpected_type_are_written_java_style() -> None:
     h = H.GetMaxOffsetRequestHeader(topic="T", queue_id=True, committed=1)  # type: ignore[arg-type]
     assert h.to_ext_fields() == {"topic": "T", "queueId": "true", "committed": "1"}
     r = H.RegisterBrokerRequestHeader(
-        broker_name="b", broker_addr="1.2.3.4:10911", cluster_name="C", ha_server_addr="1.2.3.4:10912",
-        broker_id=RequestCode.SEND_MESSAGE, zone_name="z",
+        broker_name="b",
+        broker_addr="1.2.3.4:10911",
+        cluster_name="C",
+        ha_server_addr="1.2.3.4:10912",
+        broker_id=RequestCode.SEND_MESSAGE,
+        zone_name="z",
     )
     ext = r.to_ext_fields()
     assert ext["brokerId"] == "10" and ext["__ZONE_NAME"] == "z" and ext["compressed"] == "false"
@@ -149,16 +186,48 @@ def test_values_of_unexpected_type_are_written_java_style() -> None:
 
 def test_every_code_in_the_brief_has_a_request_header() -> None:
     codes = [
-        10, 310, 320, 11, 361, 14, 15, 30, 31, 29, 32, 34, 35, 38, 40, 36, 17, 103, 104, 105, 33, 202, 208, 203,
-        41, 42, 307, 220, 222,
+        10,
+        310,
+        320,
+        11,
+        361,
+        14,
+        15,
+        30,
+        31,
+        29,
+        32,
+        34,
+        35,
+        38,
+        40,
+        36,
+        17,
+        103,
+        104,
+        105,
+        33,
+        202,
+        208,
+        203,
+        41,
+        42,
+        307,
+        220,
+        222,
     ]
     missing = [c for c in codes if c not in H.REQUEST_HEADERS]
     assert missing == []
     # response headers the brief asks for
     for cls in (
-        H.SendMessageResponseHeader, H.PullMessageResponseHeader, H.QueryConsumerOffsetResponseHeader,
-        H.GetMaxOffsetResponseHeader, H.GetMinOffsetResponseHeader, H.SearchOffsetResponseHeader,
-        H.GetEarliestMsgStoretimeResponseHeader, H.RegisterBrokerResponseHeader,
+        H.SendMessageResponseHeader,
+        H.PullMessageResponseHeader,
+        H.QueryConsumerOffsetResponseHeader,
+        H.GetMaxOffsetResponseHeader,
+        H.GetMinOffsetResponseHeader,
+        H.SearchOffsetResponseHeader,
+        H.GetEarliestMsgStoretimeResponseHeader,
+        H.RegisterBrokerResponseHeader,
     ):
         assert cls.REQUEST_CODE is None
 
@@ -166,7 +235,7 @@ def test_every_code_in_the_brief_has_a_request_header() -> None:
 def _header_strategy(cls: type[CommandHeader]) -> st.SearchStrategy[CommandHeader]:
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     kw: dict[str, st.SearchStrategy[object]] = {}
-    for spec in cls._field_specs():  # noqa: SLF001
+    for spec in cls._field_specs():
         if spec.kind is bool:
             strat: st.SearchStrategy[object] = st.booleans()
         elif spec.kind is int:
@@ -201,7 +270,7 @@ def test_headers_round_trip_property(cls: type[CommandHeader]) -> None:
 
 @pytest.mark.parametrize("cls", _all_header_classes()[:60], ids=lambda c: c.__name__)
 def test_from_ext_fields_fuzz_raises_only_header_error(cls: type[CommandHeader]) -> None:
-    wires = [sp.wire for sp in cls._field_specs()] or ["x"]  # noqa: SLF001
+    wires = [sp.wire for sp in cls._field_specs()] or ["x"]
 
     @settings(max_examples=15, deadline=None)
     @given(st.dictionaries(st.sampled_from(wires), st.text(max_size=8)))

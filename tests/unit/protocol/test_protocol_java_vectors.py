@@ -23,6 +23,7 @@ import json
 import zlib
 
 import pytest
+from _protocol_vectors import VECTORS, load_hex
 
 from rocketpipe.protocol import message as msg
 from rocketpipe.protocol import sysflag as sf
@@ -39,8 +40,6 @@ from rocketpipe.protocol.headers import (
     SendMessageResponseHeader,
 )
 from rocketpipe.protocol.message import MessageQueue
-
-from _protocol_vectors import VECTORS, load_hex
 
 JAVA_VERSION_5_3_3 = 479  # MQVersion.Version.V5_3_3.ordinal()
 JAVA_VERSION_4_9_8 = 409  # MQVersion.Version.V4_9_8.ordinal()
@@ -113,7 +112,12 @@ def test_send_v2_request(st: str, prefix: str, version: int) -> None:
     assert (cmd.language, cmd.version, cmd.serialize_type) == (LanguageCode.JAVA, version, ST[st])
     assert cmd.body == b"hello golden"
     h = SendMessageRequestHeaderV2.from_ext_fields(cmd.ext_fields)
-    assert (h.producer_group, h.topic, h.default_topic, h.default_topic_queue_nums) == ("PG_golden", "GoldenTopic", "TBW102", 4)
+    assert (h.producer_group, h.topic, h.default_topic, h.default_topic_queue_nums) == (
+        "PG_golden",
+        "GoldenTopic",
+        "TBW102",
+        4,
+    )
     assert (h.queue_id, h.sys_flag, h.born_timestamp, h.flag, h.reconsume_times) == (2, 0, 1700000000000, 0, 0)
     assert (h.unit_mode, h.batch, h.max_reconsume_times, h.bname) == (False, False, None, None)
     assert msg.string_to_properties(h.properties or "") == {"KEYS": "k1", "TAGS": "tagA", "UNIQ_KEY": UNIQ1}
@@ -128,7 +132,13 @@ def test_pull_request(st: str) -> None:
     data, cmd = frame(f"pull_request_{st}")
     assert (cmd.code, cmd.opaque, cmd.flag, cmd.body) == (RequestCode.PULL_MESSAGE, 1002, 0, b"")
     h = PullMessageRequestHeader.from_ext_fields(cmd.ext_fields)
-    assert (h.consumer_group, h.topic, h.queue_id, h.queue_offset, h.max_msg_nums) == ("CG_golden", "GoldenTopic", 1, 128, 32)
+    assert (h.consumer_group, h.topic, h.queue_id, h.queue_offset, h.max_msg_nums) == (
+        "CG_golden",
+        "GoldenTopic",
+        1,
+        128,
+        32,
+    )
     assert (h.sys_flag, h.commit_offset, h.suspend_timeout_millis) == (2, 100, 15000)
     assert (h.subscription, h.sub_version, h.expression_type) == ("tagA || tagB", 1700000000000, "TAG")
     assert h.to_ext_fields() == cmd.ext_fields
@@ -144,14 +154,25 @@ def test_send_response_with_remark(st: str, prefix: str, version: int) -> None:
     assert (cmd.code, cmd.opaque, cmd.flag) == (ResponseCode.SUCCESS, 1001, 1)
     assert cmd.remark == 'send ok: \u00e9\u4e2d "quoted"'
     h = SendMessageResponseHeader.from_ext_fields(cmd.ext_fields)
-    assert (h.msg_id, h.queue_id, h.queue_offset, h.transaction_id) == ("0A00000500002A9F0000000000001000", 2, 77, UNIQ1)
+    assert (h.msg_id, h.queue_id, h.queue_offset, h.transaction_id) == (
+        "0A00000500002A9F0000000000001000",
+        2,
+        77,
+        UNIQ1,
+    )
     assert h.to_ext_fields() == cmd.ext_fields
     assert_reencodes(data, cmd)
 
 
 def test_json_headers_parse_to_what_we_emit() -> None:
     """Structure check independent of byte order: Java's header JSON == ours, parsed."""
-    for name in ("send_v2_request_json", "pull_request_json", "send_response_json", "v4_send_v2_request_json", "v4_send_response_json"):
+    for name in (
+        "send_v2_request_json",
+        "pull_request_json",
+        "send_response_json",
+        "v4_send_v2_request_json",
+        "v4_send_response_json",
+    ):
         data, cmd = frame(name)
         ours = encode_frame(cmd)
         assert json.loads(header_bytes(data)) == json.loads(header_bytes(ours)), name
@@ -174,10 +195,21 @@ RAW_ZLIB_BODY = "".join(f"compressible golden body {i % 4} " for i in range(64))
 
 def reencode(m: msg.MessageExt, body: bytes, props: str) -> bytes:
     return msg.encode_record(
-        topic=m.topic, body=body, properties=props, queue_id=m.queue_id, flag=m.flag, queue_offset=m.queue_offset,
-        physical_offset=m.commit_log_offset, sys_flag=m.sys_flag, born_timestamp=m.born_timestamp,
-        born_host=m.born_host, store_timestamp=m.store_timestamp, store_host=m.store_host,
-        reconsume_times=m.reconsume_times, prepared_transaction_offset=m.prepared_transaction_offset, crc=None,
+        topic=m.topic,
+        body=body,
+        properties=props,
+        queue_id=m.queue_id,
+        flag=m.flag,
+        queue_offset=m.queue_offset,
+        physical_offset=m.commit_log_offset,
+        sys_flag=m.sys_flag,
+        born_timestamp=m.born_timestamp,
+        born_host=m.born_host,
+        store_timestamp=m.store_timestamp,
+        store_host=m.store_host,
+        reconsume_times=m.reconsume_times,
+        prepared_transaction_offset=m.prepared_transaction_offset,
+        crc=None,
     )
 
 
@@ -194,10 +226,21 @@ def test_record_ipv4() -> None:
     rec = vec("record_ipv4")
     m, end = msg.decode_record(rec)
     assert end == len(rec) == m.store_size == 210
-    assert (m.topic, m.queue_id, m.queue_offset, m.commit_log_offset, m.sys_flag, m.flag) == ("GoldenTopic", 1, 128, 4096, 0, 0)
+    assert (m.topic, m.queue_id, m.queue_offset, m.commit_log_offset, m.sys_flag, m.flag) == (
+        "GoldenTopic",
+        1,
+        128,
+        4096,
+        0,
+        0,
+    )
     assert m.body == b"hello golden" and m.body_crc == zlib.crc32(b"hello golden") & 0x7FFFFFFF
     assert (m.born_host, m.born_timestamp, m.store_host, m.store_timestamp) == (
-        "10.0.0.5:52000", 1700000000000, "10.0.0.1:10911", 1700000000123)
+        "10.0.0.5:52000",
+        1700000000000,
+        "10.0.0.1:10911",
+        1700000000123,
+    )
     assert m.properties == {"TAGS": "tagA", "KEYS": "k1 k2", "UNIQ_KEY": UNIQ1, "CONSUME_START_TIME": "1700000000500"}
     assert m.tags == "tagA" and m.msg_id == UNIQ1
     assert m.offset_msg_id == "0A00000100002A9F0000000000001000"
@@ -222,11 +265,25 @@ def test_record_ipv6_hosts() -> None:
     m, _ = msg.decode_record(rec)
     assert m.sys_flag == sf.BORNHOST_V6_FLAG | sf.STOREHOST_V6_FLAG | 0x8  # TRANSACTION_COMMIT_TYPE
     assert m.born_host == "2001:db8::5:52001"  # rocketpipe's host string form (no brackets)
-    assert msg.encode_host(m.born_host)[0] == bytes.fromhex("20010db8000000000000000000000005") + (52001).to_bytes(4, "big")
-    assert msg.encode_host(m.store_host)[0] == bytes.fromhex("fe800000000000000000000000010002") + (10911).to_bytes(4, "big")
-    assert (m.topic, m.queue_id, m.queue_offset, m.reconsume_times, m.prepared_transaction_offset) == ("%RETRY%CG_golden", 0, 5, 3, 2048)
+    assert msg.encode_host(m.born_host)[0] == bytes.fromhex("20010db8000000000000000000000005") + (52001).to_bytes(
+        4, "big"
+    )
+    assert msg.encode_host(m.store_host)[0] == bytes.fromhex("fe800000000000000000000000010002") + (10911).to_bytes(
+        4, "big"
+    )
+    assert (m.topic, m.queue_id, m.queue_offset, m.reconsume_times, m.prepared_transaction_offset) == (
+        "%RETRY%CG_golden",
+        0,
+        5,
+        3,
+        2048,
+    )
     assert m.body == "ipv6 \u4e2d\u6587".encode()
-    assert m.properties == {"TAGS": "tag\u00e9", "RETRY_TOPIC": "GoldenTopic", "UNIQ_KEY": "7F00000100002A9F0000000000000003"}
+    assert m.properties == {
+        "TAGS": "tag\u00e9",
+        "RETRY_TOPIC": "GoldenTopic",
+        "UNIQ_KEY": "7F00000100002A9F0000000000000003",
+    }
     assert m.offset_msg_id == "FE80000000000000000000000001000200002A9F" + format(m.commit_log_offset, "016X")
     assert reencode(m, m.body, props_string(rec)) == rec
 
@@ -273,11 +330,22 @@ def test_batch_body() -> None:
     entries = msg.decode_batch(data)
     assert [(f, b) for f, b, _ in entries] == [(0, b"batch one"), (5, "batch two \u4e2d".encode()), (0, b"")]
     props = [msg.string_to_properties(p) for _, _, p in entries]
-    assert props[0] == {"u": "1", "KEYS": "key1", "UNIQ_KEY": "7F00000100002A9F0000000000000011", "WAIT": "true", "TAGS": "tagA"}
+    assert props[0] == {
+        "u": "1",
+        "KEYS": "key1",
+        "UNIQ_KEY": "7F00000100002A9F0000000000000011",
+        "WAIT": "true",
+        "TAGS": "tagA",
+    }
     assert props[1] == {"KEYS": "key2", "UNIQ_KEY": "7F00000100002A9F0000000000000012", "WAIT": "true", "TAGS": "tagB"}
     assert props[2] == {"WAIT": "true"}
     # re-encode from the decoded messages (properties keep Java's order)
-    again = msg.encode_batch([msg.Message(topic="GoldenTopic", body=b, flag=f, properties=p) for (f, b, _), p in zip(entries, props, strict=True)])
+    again = msg.encode_batch(
+        [
+            msg.Message(topic="GoldenTopic", body=b, flag=f, properties=p)
+            for (f, b, _), p in zip(entries, props, strict=True)
+        ]
+    )
     assert again == data
 
 
@@ -290,11 +358,13 @@ def test_route_fastjson_form(prefix: str) -> None:
     v5 = not prefix
     assert b'"brokerAddrs":{0:"10.0.0.1:10911",1:' in data  # bare Long keys
     rd = TopicRouteData.decode(data)
-    assert [(q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm, q.topic_sys_flag) for q in rd.queue_datas] == [
-        ("broker-a", 4, 4, 6, 0), ("broker-b", 8, 8, 4, 1)]
+    assert [
+        (q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm, q.topic_sys_flag) for q in rd.queue_datas
+    ] == [("broker-a", 4, 4, 6, 0), ("broker-b", 8, 8, 4, 1)]
     assert [(b.cluster, b.broker_name, b.broker_addrs, b.enable_acting_master) for b in rd.broker_datas] == [
         ("DefaultCluster", "broker-a", {0: "10.0.0.1:10911", 1: "10.0.0.2:10911"}, False),
-        ("DefaultCluster", "broker-b", {0: "[fe80::1:2]:10911"}, v5)]
+        ("DefaultCluster", "broker-b", {0: "[fe80::1:2]:10911"}, v5),
+    ]
     if not v5:  # 4.x BrokerData has no enableActingMaster
         assert b"enableActingMaster" not in data
     assert rd.filter_server_table == {} and rd.order_topic_conf is None
@@ -353,10 +423,23 @@ def test_heartbeat() -> None:
     assert [p.group_name for p in hb.producer_data_set] == ["PG_golden"]
     (cd,) = hb.consumer_data_set
     assert (cd.group_name, cd.consume_type, cd.message_model, cd.consume_from_where, cd.unit_mode) == (
-        "CG_golden", "CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_LAST_OFFSET", False)
+        "CG_golden",
+        "CONSUME_PASSIVELY",
+        "CLUSTERING",
+        "CONSUME_FROM_LAST_OFFSET",
+        False,
+    )
     (sd,) = cd.subscription_data_set
     assert (sd.topic, sd.sub_string, sd.sub_version, sd.expression_type, sd.class_filter_mode) == (
-        "GoldenTopic", "tagA || tagB", 1700000000000, "TAG", False)
-    assert sd.tags_set == {"tagA", "tagB"} and sd.code_set == {msg.java_string_hash("tagA"), msg.java_string_hash("tagB")}
+        "GoldenTopic",
+        "tagA || tagB",
+        1700000000000,
+        "TAG",
+        False,
+    )
+    assert sd.tags_set == {"tagA", "tagB"} and sd.code_set == {
+        msg.java_string_hash("tagA"),
+        msg.java_string_hash("tagB"),
+    }
     assert json.loads(hb.encode()) == json.loads(data)
     assert hb.encode() == data

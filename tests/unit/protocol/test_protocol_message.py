@@ -36,10 +36,14 @@ from rocketpipe.protocol.message import (
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # property names/values: no separators, non-empty (Java drops empty names/values)
-prop_text = st.text(st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)), min_size=1, max_size=15)
+prop_text = st.text(
+    st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)), min_size=1, max_size=15
+)
 props = st.dictionaries(prop_text, prop_text, max_size=6)
 ipv4 = st.tuples(*[st.integers(0, 255)] * 4).map(lambda t: ".".join(map(str, t)))
-ipv6 = st.binary(min_size=16, max_size=16).map(lambda b: "[" + ":".join(b[i : i + 2].hex() for i in range(0, 16, 2)) + "]")
+ipv6 = st.binary(min_size=16, max_size=16).map(
+    lambda b: "[" + ":".join(b[i : i + 2].hex() for i in range(0, 16, 2)) + "]"
+)
 hosts = st.tuples(ipv4 | ipv6, st.integers(0, 65535)).map(lambda t: f"{t[0]}:{t[1]}")
 topics = st.text(st.characters(whitelist_categories=("Lu", "Ll", "Nd"), max_codepoint=127), min_size=1, max_size=200)
 i64 = st.integers(0, 2**62)
@@ -88,15 +92,36 @@ def test_properties_java_parsing_rules() -> None:
     compressed=st.booleans(),
 )
 def test_record_round_trip(
-    topic: str, body: bytes, p: dict[str, str], born: str, store: str, queue_id: int, qoff: int, poff: int,
-    ts: int, flag: int, reconsume: int, compressed: bool,
+    topic: str,
+    body: bytes,
+    p: dict[str, str],
+    born: str,
+    store: str,
+    queue_id: int,
+    qoff: int,
+    poff: int,
+    ts: int,
+    flag: int,
+    reconsume: int,
+    compressed: bool,
 ) -> None:
     stored = compress_zlib(body) if compressed else body
     sys_flag = (sf.COMPRESSED_FLAG | sf.COMPRESSION_ZLIB) if compressed else 0
     raw = encode_record(
-        topic=topic, body=stored, properties=p, queue_id=queue_id, flag=flag, queue_offset=qoff,
-        physical_offset=poff, sys_flag=sys_flag, born_timestamp=ts, born_host=born, store_timestamp=ts + 1,
-        store_host=store, reconsume_times=reconsume, prepared_transaction_offset=poff // 2,
+        topic=topic,
+        body=stored,
+        properties=p,
+        queue_id=queue_id,
+        flag=flag,
+        queue_offset=qoff,
+        physical_offset=poff,
+        sys_flag=sys_flag,
+        born_timestamp=ts,
+        born_host=born,
+        store_timestamp=ts + 1,
+        store_host=store,
+        reconsume_times=reconsume,
+        prepared_transaction_offset=poff // 2,
     )
     (magic,) = struct.unpack_from(">i", raw, 4)
     assert magic == (sf.MAGIC_V2 if len(topic.encode()) > 127 else sf.MAGIC_V1)
@@ -104,7 +129,12 @@ def test_record_round_trip(
     msg, end = decode_record(b"junk" + raw + b"tail", 4)
     assert end == 4 + len(raw) == 4 + msg.store_size
     assert (msg.topic, msg.body, msg.properties, msg.queue_id, msg.flag) == (topic, body, p, queue_id, flag)
-    assert (msg.queue_offset, msg.commit_log_offset, msg.born_timestamp, msg.store_timestamp) == (qoff, poff, ts, ts + 1)
+    assert (msg.queue_offset, msg.commit_log_offset, msg.born_timestamp, msg.store_timestamp) == (
+        qoff,
+        poff,
+        ts,
+        ts + 1,
+    )
     assert (msg.reconsume_times, msg.prepared_transaction_offset) == (reconsume, poff // 2)
     assert encode_host(msg.born_host) == encode_host(born)
     assert encode_host(msg.store_host) == encode_host(store)
@@ -162,7 +192,11 @@ def test_corrupt_compressed_body_is_protocol_error() -> None:
 
 def test_decompress_zlib_type_bits() -> None:
     data = compress_zlib(b"payload" * 10)
-    assert decompress(data, sf.COMPRESSED_FLAG) == decompress(data, sf.COMPRESSED_FLAG | sf.COMPRESSION_ZLIB) == b"payload" * 10
+    assert (
+        decompress(data, sf.COMPRESSED_FLAG)
+        == decompress(data, sf.COMPRESSED_FLAG | sf.COMPRESSION_ZLIB)
+        == b"payload" * 10
+    )
 
 
 def test_encode_record_limits() -> None:
@@ -203,8 +237,12 @@ def test_decode_record_fuzz(data: bytes) -> None:
 def test_decode_record_mutation_fuzz(data: st.DataObject) -> None:
     raw = bytearray(
         encode_record(
-            topic=data.draw(topics), body=data.draw(st.binary(max_size=40)), properties=data.draw(props),
-            queue_id=1, born_host=data.draw(hosts), store_host=data.draw(hosts),
+            topic=data.draw(topics),
+            body=data.draw(st.binary(max_size=40)),
+            properties=data.draw(props),
+            queue_id=1,
+            born_host=data.draw(hosts),
+            store_host=data.draw(hosts),
             sys_flag=data.draw(st.sampled_from([0, sf.COMPRESSED_FLAG])),
         )
     )

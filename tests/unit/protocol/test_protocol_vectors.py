@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import orjson
 import pytest
-
 from _protocol_vectors import load_hex
+
 from rocketpipe.protocol.bodies import ConsumeStats, HeartbeatData, TopicRouteData
 from rocketpipe.protocol.bodies.heartbeat import ConsumerData, ProducerData, SubscriptionData
 from rocketpipe.protocol.codes import LanguageCode, SerializeType
@@ -28,7 +28,10 @@ def _route_cmd(stype: SerializeType) -> RemotingCommand:
 
 @pytest.mark.parametrize(
     ("vector", "stype"),
-    [("protocol_frame_route_binary.hex", SerializeType.ROCKETMQ), ("protocol_frame_route_json.hex", SerializeType.JSON)],
+    [
+        ("protocol_frame_route_binary.hex", SerializeType.ROCKETMQ),
+        ("protocol_frame_route_json.hex", SerializeType.JSON),
+    ],
 )
 def test_frame_encodes_to_reference_bytes(vector: str, stype: SerializeType) -> None:
     assert encode_frame(_route_cmd(stype)) == load_hex(vector)
@@ -41,7 +44,13 @@ def test_frame_decodes_reference_bytes(vector: str) -> None:
     cmd = dec.next()
     assert cmd is not None and dec.next() is None
     assert (cmd.code, cmd.opaque, cmd.flag, cmd.version, cmd.ext_fields, cmd.remark, cmd.body) == (
-        105, 1, 0, 401, {"topic": "T"}, None, b"",
+        105,
+        1,
+        0,
+        401,
+        {"topic": "T"},
+        None,
+        b"",
     )
     assert cmd.language == LanguageCode.PYTHON
 
@@ -49,15 +58,27 @@ def test_frame_decodes_reference_bytes(vector: str) -> None:
 def test_record_matches_hand_computed_layout() -> None:
     raw = load_hex("protocol_record_v1_ipv4.hex")
     built = encode_record(
-        topic="T", body=b"hello", properties={"TAGS": "a"}, queue_id=3, queue_offset=7,
-        physical_offset=4096, born_timestamp=1700000000000, born_host="10.0.0.5:52000",
-        store_timestamp=1700000000123, store_host="10.0.0.1:10911",
+        topic="T",
+        body=b"hello",
+        properties={"TAGS": "a"},
+        queue_id=3,
+        queue_offset=7,
+        physical_offset=4096,
+        born_timestamp=1700000000000,
+        born_host="10.0.0.5:52000",
+        store_timestamp=1700000000123,
+        store_host="10.0.0.1:10911",
     )
     assert built == raw
     msg, end = decode_record(raw)
     assert end == len(raw) == msg.store_size == 104
     assert (msg.topic, msg.body, msg.tags, msg.queue_id, msg.queue_offset, msg.commit_log_offset) == (
-        "T", b"hello", "a", 3, 7, 4096,
+        "T",
+        b"hello",
+        "a",
+        3,
+        7,
+        4096,
     )
     assert (msg.born_host, msg.store_host) == ("10.0.0.5:52000", "10.0.0.1:10911")
     assert (msg.born_timestamp, msg.store_timestamp, msg.body_crc) == (1700000000000, 1700000000123, 0x3610A686)

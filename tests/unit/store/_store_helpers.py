@@ -34,7 +34,9 @@ def small_config(root: Path, **kw: object) -> StoreConfig:
     return StoreConfig(**args)  # type: ignore[arg-type]
 
 
-def inner(topic: str = "TopicA", queue_id: int = 0, body: bytes = b"hello", tags: str | None = None, **kw: object) -> MessageInner:
+def inner(
+    topic: str = "TopicA", queue_id: int = 0, body: bytes = b"hello", tags: str | None = None, **kw: object
+) -> MessageInner:
     props: dict[str, str] = {"KEYS": "k"}
     if tags is not None:
         props["TAGS"] = tags

@@ -55,7 +55,7 @@ def test_flush_in_worker_thread_while_putting(tmp_path: Path) -> None:
             try:
                 while not stop.is_set():
                     flushed.append(s.flush())
-            except BaseException as exc:  # noqa: BLE001 - reported below
+            except BaseException as exc:
                 errors.append(exc)
 
         t = threading.Thread(target=flusher)
@@ -131,7 +131,9 @@ def test_save_json_failure_leaves_old_file(tmp_path: Path) -> None:
     assert load_json(p) == {"ok": True}
 
 
-def test_save_json_concurrent_saves_of_one_file_do_not_share_a_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_save_json_concurrent_saves_of_one_file_do_not_share_a_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import os
 
     p = tmp_path / "topics.json"
@@ -152,7 +154,7 @@ def test_save_json_concurrent_saves_of_one_file_do_not_share_a_temp_file(tmp_pat
     def run(v: int) -> None:
         try:
             save_json(p, {"v": v})
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=run, args=(v,)) for v in (1, 2)]

@@ -9,7 +9,6 @@ import struct
 from pathlib import Path
 
 import pytest
-
 from _store_helpers import SMALL_CL, StepClock, small_config
 
 from rocketpipe.protocol import sysflag as sf
@@ -20,16 +19,30 @@ from rocketpipe.store.index import KeyIndex
 FOREVER = 1 << 62
 
 
-def msg(topic: str = "TopicA", *, keys: str | None = None, uniq: str | None = None, body: bytes = b"x" * 200,
-        wire: bool = False, sys_flag: int = 0, queue_id: int = 0) -> MessageInner:
+def msg(
+    topic: str = "TopicA",
+    *,
+    keys: str | None = None,
+    uniq: str | None = None,
+    body: bytes = b"x" * 200,
+    wire: bool = False,
+    sys_flag: int = 0,
+    queue_id: int = 0,
+) -> MessageInner:
     props: dict[str, str] = {"TAGS": "T"}
     if keys is not None:
         props["KEYS"] = keys
     if uniq is not None:
         props["UNIQ_KEY"] = uniq
     return MessageInner(
-        topic, queue_id, body, properties=properties_to_string(props) if wire else props, sys_flag=sys_flag,
-        born_timestamp=1_600_000_000_000, born_host="10.0.0.7:50000", store_host="127.0.0.1:10911",
+        topic,
+        queue_id,
+        body,
+        properties=properties_to_string(props) if wire else props,
+        sys_flag=sys_flag,
+        born_timestamp=1_600_000_000_000,
+        born_host="10.0.0.7:50000",
+        store_host="127.0.0.1:10911",
     )
 
 
@@ -49,7 +62,9 @@ def fill(store: MessageStore, n: int, start: int = 0) -> list[PutResult]:
     assert isinstance(clock, StepClock)
     out = []
     for i in range(start, start + n):
-        out.append(store.put_message(msg(keys=f"order-{i} mod{i % 3}", uniq=f"U{i:06d}", wire=bool(i % 2), queue_id=i % 2)))
+        out.append(
+            store.put_message(msg(keys=f"order-{i} mod{i % 3}", uniq=f"U{i:06d}", wire=bool(i % 2), queue_id=i % 2))
+        )
         clock.advance(10)
     return out
 
@@ -61,12 +76,18 @@ def test_keys_and_unique_key_are_indexed_per_topic(tmp_path: Path) -> None:
         b = s.put_message(msg(keys="shared", uniq="UB", wire=True))
         c = s.put_message(msg("TopicB", keys="shared", uniq="UC"))
         s.put_message(msg(keys=None, uniq=None))  # nothing to index
-        assert [m.commit_log_offset for m in decoded(s.query_message("TopicA", "k1", 64, 0, FOREVER))] == [a.wrote_offset]
-        assert [m.commit_log_offset for m in decoded(s.query_message("TopicA", "k2", 64, 0, FOREVER))] == [a.wrote_offset]
+        assert [m.commit_log_offset for m in decoded(s.query_message("TopicA", "k1", 64, 0, FOREVER))] == [
+            a.wrote_offset
+        ]
+        assert [m.commit_log_offset for m in decoded(s.query_message("TopicA", "k2", 64, 0, FOREVER))] == [
+            a.wrote_offset
+        ]
         both = decoded(s.query_message("TopicA", "shared", 64, 0, FOREVER))
         assert [m.commit_log_offset for m in both] == [a.wrote_offset, b.wrote_offset]
         assert [m.body for m in both] == [b"x" * 200] * 2
-        assert [m.commit_log_offset for m in decoded(s.query_message("TopicB", "shared", 64, 0, FOREVER))] == [c.wrote_offset]
+        assert [m.commit_log_offset for m in decoded(s.query_message("TopicB", "shared", 64, 0, FOREVER))] == [
+            c.wrote_offset
+        ]
         r = s.query_message("TopicA", "UB", 64, 0, FOREVER, unique=True)
         assert [m.msg_id for m in decoded(r)] == ["UB"]
         assert r.index_last_update_phyoffset == c.wrote_offset and r.index_last_update_timestamp == clock.now
@@ -111,7 +132,9 @@ def test_rollback_records_are_not_indexed_prepared_ones_are(tmp_path: Path) -> N
     with MessageStore(small_config(tmp_path)) as s:
         s.put_message(msg(keys="txn", sys_flag=sf.TRANSACTION_ROLLBACK_TYPE))
         p = s.put_message(msg(keys="txn", sys_flag=sf.TRANSACTION_PREPARED_TYPE))
-        assert [m.commit_log_offset for m in decoded(s.query_message("TopicA", "txn", 64, 0, FOREVER))] == [p.wrote_offset]
+        assert [m.commit_log_offset for m in decoded(s.query_message("TopicA", "txn", 64, 0, FOREVER))] == [
+            p.wrote_offset
+        ]
 
 
 def index_files(root: Path) -> list[Path]:
@@ -134,11 +157,15 @@ def test_index_survives_clean_restart_without_rescan(tmp_path: Path) -> None:
         got = decoded(s2.query_message("TopicA", "order-123", 64, 0, FOREVER))
         assert [m.commit_log_offset for m in got] == [results[123].wrote_offset]
         assert len(s2.query_message("TopicA", "mod1", 1000, 0, FOREVER).buffers) == 64
-        assert [m.msg_id for m in decoded(s2.query_message("TopicA", "U000299", 64, 0, FOREVER, unique=True))] == ["U000299"]
+        assert [m.msg_id for m in decoded(s2.query_message("TopicA", "U000299", 64, 0, FOREVER, unique=True))] == [
+            "U000299"
+        ]
         r = s2.query_message("TopicA", "order-0", 64, 0, FOREVER)
         assert r.index_last_update_phyoffset == results[-1].wrote_offset
         more = fill(s2, 5, start=300)
-        assert [m.commit_log_offset for m in decoded(s2.query_message("TopicA", "order-302", 64, 0, FOREVER))] == [more[2].wrote_offset]
+        assert [m.commit_log_offset for m in decoded(s2.query_message("TopicA", "order-302", 64, 0, FOREVER))] == [
+            more[2].wrote_offset
+        ]
     with MessageStore(cfg, clock) as s3:
         assert (s3.index.loaded_records, s3.index.rebuilt_records) == (915, 0)  # type: ignore[union-attr]
 
@@ -172,11 +199,10 @@ def test_damaged_index_header_and_deleted_index_are_rebuilt(tmp_path: Path, capl
     with open(path, "r+b") as f:  # indexCount (header bytes 36..39) beyond the file's capacity
         f.seek(36)
         f.write(struct.pack(">i", 0x7FFFFFF0))
-    with caplog.at_level(logging.WARNING, logger="rocketpipe.store.index"):
-        with MessageStore(cfg, clock) as s2:
-            assert s2.index is not None and (s2.index.loaded_records, s2.index.rebuilt_records) == (0, 100)
-            assert [m.msg_id for m in decoded(s2.query_message("TopicA", "order-99", 64, 0, FOREVER))] == ["U000099"]
-            assert len(s2.query_message("TopicA", "mod0", 64, 0, FOREVER).buffers) == 34
+    with caplog.at_level(logging.WARNING, logger="rocketpipe.store.index"), MessageStore(cfg, clock) as s2:
+        assert s2.index is not None and (s2.index.loaded_records, s2.index.rebuilt_records) == (0, 100)
+        assert [m.msg_id for m in decoded(s2.query_message("TopicA", "order-99", 64, 0, FOREVER))] == ["U000099"]
+        assert len(s2.query_message("TopicA", "mod0", 64, 0, FOREVER).buffers) == 34
     damaged = [r for r in caplog.records if "damaged" in r.getMessage()]
     assert len(damaged) == 1 and "indexCount" in damaged[0].getMessage()
     shutil.rmtree(tmp_path / "index")

@@ -93,7 +93,9 @@ def test_store_matches_model(ops: list[tuple]) -> None:
     cut_frac=st.floats(0, 1, exclude_max=True),
     garbage=st.booleans(),
 )
-def test_recovery_cuts_exactly_at_the_torn_record(sizes: list[int], pick: float, cut_frac: float, garbage: bool) -> None:
+def test_recovery_cuts_exactly_at_the_torn_record(
+    sizes: list[int], pick: float, cut_frac: float, garbage: bool
+) -> None:
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
         cfg = small_config(root)

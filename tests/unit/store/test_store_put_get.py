@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 from pathlib import Path
 
@@ -53,7 +54,7 @@ def test_put_get_round_trip_decodes_every_field(store: MessageStore, clock: Step
 def test_offsets_and_msg_ids_advance(store: MessageStore) -> None:
     results = [store.put_message(inner(body=bytes([i]) * 10)) for i in range(5)]
     assert [r.queue_offset for r in results] == [0, 1, 2, 3, 4]
-    for a, b in zip(results, results[1:]):
+    for a, b in itertools.pairwise(results):
         assert b.wrote_offset == a.wrote_offset + a.wrote_bytes
     for r in results:
         assert decode_offset_msg_id(r.msg_ids[0]) == ("127.0.0.1:10911", r.wrote_offset)
@@ -95,14 +96,18 @@ def test_segment_rollover_writes_blank_and_names_files(store: MessageStore, tmp_
 
 def test_consume_queue_files_and_entries(store: MessageStore, tmp_path: Path) -> None:
     for i in range(120):  # 50 entries per CQ file -> 3 files
-        store.put_message(inner(tags="T%d" % (i % 3)))
+        store.put_message(inner(tags=f"T{i % 3}"))
     qdir = tmp_path / "consumequeue" / "TopicA" / "0"
-    assert sorted(p.name for p in qdir.iterdir()) == ["00000000000000000000", "00000000000000001000", "00000000000000002000"]
+    assert sorted(p.name for p in qdir.iterdir()) == [
+        "00000000000000000000",
+        "00000000000000001000",
+        "00000000000000002000",
+    ]
     raw = (qdir / "00000000000000001000").read_bytes()
     phys, size, code = struct.unpack_from(">qiq", raw, 20 * 3)  # queue offset 53
     look = store.look_message_by_offset(phys)
     assert look is not None and look.queue_offset == 53 and look.store_size == size
-    assert code == tag_code("T%d" % (53 % 3))
+    assert code == tag_code(f"T{53 % 3}")
 
 
 def test_get_stops_at_consume_queue_file_end(store: MessageStore) -> None:
@@ -242,7 +247,9 @@ def test_status_no_matched_message_and_filter_skips(store: MessageStore) -> None
 
 
 def test_filter_scan_window_bounds_progress(tmp_path: Path) -> None:
-    with MessageStore(small_config(tmp_path, mapped_file_size_consume_queue=20 * 2000, max_filter_message_size=200)) as s:
+    with MessageStore(
+        small_config(tmp_path, mapped_file_size_consume_queue=20 * 2000, max_filter_message_size=200)
+    ) as s:
         for _ in range(30):
             s.put_message(inner(tags="B"))
         g = s.get_message("TopicA", 0, 0, 5, tag_filter=lambda c: False)
@@ -251,7 +258,9 @@ def test_filter_scan_window_bounds_progress(tmp_path: Path) -> None:
 
 
 def test_max_msg_nums_and_byte_caps(tmp_path: Path) -> None:
-    cfg = small_config(tmp_path, max_transfer_count_on_message_in_memory=4, max_transfer_bytes_on_message_in_memory=10_000)
+    cfg = small_config(
+        tmp_path, max_transfer_count_on_message_in_memory=4, max_transfer_bytes_on_message_in_memory=10_000
+    )
     with MessageStore(cfg) as s:
         sizes = [s.put_message(inner(body=b"x" * 1000)).wrote_bytes for _ in range(20)]
         g = s.get_message("TopicA", 0, 0, 2)
@@ -269,7 +278,7 @@ def test_message_was_removing(tmp_path: Path) -> None:
         s.put_message(inner())
         s.put_message(inner())
         # fake a CQ entry pointing past the commit log (as after commit-log deletion)
-        cq = s._queue("TopicA", 0)  # noqa: SLF001 - white-box: no public way to corrupt an index
+        cq = s._queue("TopicA", 0)
         assert cq is not None
         cq.append(10**9, 100, 0)
         g = s.get_message("TopicA", 0, 2, 32)
@@ -311,7 +320,7 @@ def test_look_message_by_offset(store: MessageStore) -> None:
 def test_schedule_topic_tags_code_is_delivery_time(store: MessageStore, clock: StepClock) -> None:
     m = MessageInner("SCHEDULE_TOPIC_XXXX", 2, b"d", properties={"DELAY": "3", "TAGS": "x"})
     store.put_message(m)
-    cq = store._queue("SCHEDULE_TOPIC_XXXX", 2)  # noqa: SLF001 - the tags code is only visible in the index
+    cq = store._queue("SCHEDULE_TOPIC_XXXX", 2)
     assert cq is not None and cq.entry(0) == (0, store.get_max_phy_offset(), clock.now + 10_000)
     given = MessageInner("SCHEDULE_TOPIC_XXXX", 2, b"d", properties={"DELAY": "3"}, tags_code=12345)
     store.put_message(given)
@@ -353,7 +362,7 @@ def test_config_validation(tmp_path: Path) -> None:
 def test_blank_entries_are_skipped(tmp_path: Path) -> None:
     with MessageStore(small_config(tmp_path)) as s:
         s.put_message(inner(body=b"first"))
-        cq = s._queue("TopicA", 0)  # noqa: SLF001 - blank entries only arise in recovery
+        cq = s._queue("TopicA", 0)
         assert cq is not None
         cq.fill_blanks_to(3)
         s.put_message(inner(body=b"after"))  # queue offset 3, after two blanks
@@ -376,7 +385,7 @@ def test_blank_entries_are_skipped(tmp_path: Path) -> None:
 def test_tags_from_wire_properties_string(tmp_path: Path, props: str, expected: str | None) -> None:
     with MessageStore(small_config(tmp_path)) as s:
         s.put_message(MessageInner("TopicA", 0, b"x", properties=props))
-        cq = s._queue("TopicA", 0)  # noqa: SLF001 - the tags code is only visible in the index
+        cq = s._queue("TopicA", 0)
         assert cq is not None and cq.entry(0)[2] == tag_code(expected)  # type: ignore[index]
 
 

@@ -22,7 +22,7 @@ def fill(store: MessageStore, n: int, body_size: int = 700, queue_ids: tuple[int
     out = []
     for i in range(n):
         q = queue_ids[i % len(queue_ids)]
-        out.append(store.put_message(inner(queue_id=q, body=bytes([i % 251]) * body_size, tags="T%d" % (i % 2))))
+        out.append(store.put_message(inner(queue_id=q, body=bytes([i % 251]) * body_size, tags=f"T{i % 2}")))
     return out
 
 
@@ -163,7 +163,10 @@ def test_crash_across_segments_and_lost_next_segment(tmp_path: Path) -> None:
         assert s2.get_max_phy_offset() == start_lost
         total = s2.get_max_offset("TopicA", 0) + s2.get_max_offset("TopicA", 1)
         assert total == len(kept)
-        assert read_queue(s2, "TopicA", 0)[-1].commit_log_offset == [r for r in kept][-2 if len(kept) % 2 == 0 else -1].wrote_offset
+        assert (
+            read_queue(s2, "TopicA", 0)[-1].commit_log_offset
+            == list(kept)[-2 if len(kept) % 2 == 0 else -1].wrote_offset
+        )
         r = s2.put_message(inner(queue_id=0))
         assert r.wrote_offset == start_lost
 
@@ -218,7 +221,7 @@ def test_recovery_after_checkpoint_scans_only_the_tail(tmp_path: Path) -> None:
 def test_repeated_crashes_keep_offsets_consistent(tmp_path: Path) -> None:
     cfg = small_config(tmp_path)
     expected = 0
-    for round_ in range(4):
+    for _round in range(4):
         s = MessageStore(cfg)
         s.load()
         assert s.get_max_offset("TopicA", 0) == expected

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ...protocol import sysflag as sf
 from ...protocol.message import string_to_properties
-from .sql92 import SQL92ParseError, Sql92Expression, compile_sql92
+from .sql92 import Sql92Expression, SQL92ParseError, compile_sql92
 
 __all__ = ["ConsumerFilterData", "ConsumerFilterManager", "build_filter_data", "compile_filter", "record_properties"]
 
@@ -109,7 +109,13 @@ class ConsumerFilterManager:
                 fd.dead_time = max(now_ms, fd.born_time)
 
     def register_one(
-        self, topic: str, group: str, expression: str | None, expression_type: str | None, client_version: int, now_ms: int = 0
+        self,
+        topic: str,
+        group: str,
+        expression: str | None,
+        expression_type: str | None,
+        client_version: int,
+        now_ms: int = 0,
     ) -> bool:
         """``FilterDataMapByTopic.register``; True when the entry was added, replaced or refreshed."""
         if is_tag_type(expression_type) or not expression:
@@ -182,4 +188,5 @@ def record_properties(buf: bytes | memoryview) -> dict[str, str]:
 
 def record_queue_offset(buf: bytes | memoryview) -> int:
     """QUEUEOFFSET field of a stored record (bytes 20..28)."""
-    return struct.unpack_from(">q", buf, 20)[0]
+    offset: int = struct.unpack_from(">q", buf, 20)[0]
+    return offset

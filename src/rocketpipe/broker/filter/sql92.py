@@ -217,7 +217,7 @@ class _Expr:
 
 
 class _Const(_Expr):
-    __slots__ = ("value", "boolean")
+    __slots__ = ("boolean", "value")
 
     def __init__(self, value: Any, boolean: bool = False) -> None:
         self.value = value
@@ -317,7 +317,7 @@ class _Logic(_Expr):
     word: str
 
     def __init__(self, left: _Expr, right: _Expr) -> None:
-        self.terms: list[_Expr] = [*left.terms, right] if type(left) is type(self) else [left, right]  # type: ignore[attr-defined]
+        self.terms: list[_Expr] = [*left.terms, right] if type(left) is type(self) else [left, right]
 
     def evaluate(self, ctx: Props) -> Any:
         unknown = False
@@ -383,7 +383,7 @@ _ORDER_TESTS: Final[dict[str, Callable[[int], bool]]] = {
 class _Order(_Expr):
     """``>``, ``>=``, ``<``, ``<=`` (``ComparisonExpression.evaluate``)."""
 
-    __slots__ = ("op", "left", "right", "test")
+    __slots__ = ("left", "op", "right", "test")
     boolean = True
 
     def __init__(self, op: str, left: _Expr, right: _Expr) -> None:
@@ -407,7 +407,7 @@ class _Order(_Expr):
 
 
 class _In(_Expr):
-    __slots__ = ("right", "values", "negated")
+    __slots__ = ("negated", "right", "values")
     boolean = True
 
     def __init__(self, right: _Prop, values: list[str], negated: bool) -> None:
@@ -426,7 +426,7 @@ class _In(_Expr):
 class _StrOp(_Expr):
     """CONTAINS / STARTSWITH / ENDSWITH and their NOT forms (null or non-string -> FALSE)."""
 
-    __slots__ = ("kind", "right", "search", "negated")
+    __slots__ = ("kind", "negated", "right", "search")
     boolean = True
 
     def __init__(self, kind: str, right: _Expr, search: str, negated: bool) -> None:
@@ -457,7 +457,7 @@ class Sql92Expression:
         expression: the source text.
     """
 
-    __slots__ = ("expression", "_root")
+    __slots__ = ("_root", "expression")
 
     def __init__(self, expression: str, root: _Expr) -> None:
         self.expression = expression
@@ -470,9 +470,10 @@ class Sql92Expression:
             ValueError: a Java runtime error during evaluation (bad number conversion, ...).
         """
         try:
-            return self._root.evaluate(properties if properties is not None else {})
+            result: bool | None = self._root.evaluate(properties if properties is not None else {})
         except _EvalError as exc:
             raise ValueError(str(exc)) from None
+        return result
 
     def matches(self, properties: Props | None) -> bool:
         """True only when the selector evaluates to TRUE; errors and UNKNOWN do not match."""
@@ -522,7 +523,9 @@ class _Lexer:
                 if m is not None and m.end() - self.pos > best_len:
                     best_kind, best_len = kind, m.end() - self.pos
             if not best_len:
-                raise SQL92ParseError(f"Invalid MessageSelector. Lexical error at column {self.pos + 1}: {text[self.pos]!r}")
+                raise SQL92ParseError(
+                    f"Invalid MessageSelector. Lexical error at column {self.pos + 1}: {text[self.pos]!r}"
+                )
             image = text[self.pos : self.pos + best_len]
             self.pos += best_len
             if best_kind in ("WS", "COMMENT"):
@@ -541,7 +544,9 @@ class _Lexer:
     def take(self, kind: str | None = None) -> str:
         got = self.peek()
         if kind is not None and got != kind:
-            raise SQL92ParseError(f"Invalid MessageSelector. Encountered {self.tokens[0][1] or '<EOF>'!r}, expected {kind}")
+            raise SQL92ParseError(
+                f"Invalid MessageSelector. Encountered {self.tokens[0][1] or '<EOF>'!r}, expected {kind}"
+            )
         return self.tokens.pop(0)[1]
 
 
@@ -643,7 +648,9 @@ class _Parser:
             else:
                 return left
 
-    _COMPARISON_START: Final = frozenset({"NOT", "BETWEEN", "IN", "CONTAINS", "STARTSWITH", "ENDSWITH", ">", ">=", "<", "<="})
+    _COMPARISON_START: Final = frozenset(
+        {"NOT", "BETWEEN", "IN", "CONTAINS", "STARTSWITH", "ENDSWITH", ">", ">=", "<", "<="}
+    )
 
     def comparison(self) -> _Expr:
         lx = self.lx

@@ -50,5 +50,5 @@ def install(broker: Broker, config: PopConfig | None = None) -> PopService:
         return existing
     service = PopService(broker, config)
     service.processor.register(broker.router)
-    broker.pop = service  # type: ignore[attr-defined]
+    broker.pop = service
     return service

@@ -153,8 +153,17 @@ class CheckpointTable:
     ) -> Checkpoint:
         """Record a pop of ``offsets`` and return its checkpoint."""
         ck = Checkpoint(
-            self._next_id, group, topic, origin_topic, queue_id, start_offset, pop_time, invisible_time, revive_qid,
-            broker_name, sorted(set(offsets)),
+            self._next_id,
+            group,
+            topic,
+            origin_topic,
+            queue_id,
+            start_offset,
+            pop_time,
+            invisible_time,
+            revive_qid,
+            broker_name,
+            sorted(set(offsets)),
         )
         self._next_id += 1
         self._insert(ck)
@@ -178,7 +187,14 @@ class CheckpointTable:
         self.dirty = True
 
     def find(
-        self, group: str, topic: str, queue_id: int, start_offset: int, pop_time: int, offset: int, invisible_time: int | None = None
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        start_offset: int,
+        pop_time: int,
+        offset: int,
+        invisible_time: int | None = None,
     ) -> Checkpoint | None:
         """The checkpoint a handle names whose ``offset`` is still pending, or None.
 
@@ -210,7 +226,14 @@ class CheckpointTable:
         return True
 
     def ack(
-        self, group: str, topic: str, queue_id: int, start_offset: int, pop_time: int, offset: int, invisible_time: int | None = None
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        start_offset: int,
+        pop_time: int,
+        offset: int,
+        invisible_time: int | None = None,
     ) -> Checkpoint | None:
         """Acknowledge one message; return the checkpoint it belonged to, or None (unknown handle)."""
         ck = self.find(group, topic, queue_id, start_offset, pop_time, offset, invisible_time)
@@ -243,7 +266,9 @@ class CheckpointTable:
 
     def in_flight(self, group: str, topic: str | None = None) -> int:
         """Messages popped and not yet acknowledged/revived, for a group (and topic)."""
-        return sum(len(ck.pending) for ck in self._cks.values() if ck.group == group and (topic is None or ck.topic == topic))
+        return sum(
+            len(ck.pending) for ck in self._cks.values() if ck.group == group and (topic is None or ck.topic == topic)
+        )
 
     # ------------------------------------------------------------------ pop offsets
     def pop_offset(self, group: str, topic: str, queue_id: int) -> int | None:
@@ -316,7 +341,9 @@ class ReviveDecision:
     is_dlq: bool
 
 
-def decide_revive(*, group: str, ck_topic: str, retry_topic: str, reconsume_times: int, max_times: int) -> ReviveDecision:
+def decide_revive(
+    *, group: str, ck_topic: str, retry_topic: str, reconsume_times: int, max_times: int
+) -> ReviveDecision:
     """Decide the fate of a message whose invisible time passed unacknowledged.
 
     Java 5.x (``PopReviveService.reviveRetry``) re-puts it, with ``reconsumeTimes + 1``, into the

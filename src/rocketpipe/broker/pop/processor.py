@@ -72,7 +72,9 @@ TIMEOUT_TOO_MUCH_MS = 500
 _QUEUE_OFFSET = struct.Struct(">q")
 _QUEUE_OFFSET_POS = 20  # TOTALSIZE, MAGIC, BODYCRC, QUEUEID, FLAG -> QUEUEOFFSET
 _RESET_STATUSES = frozenset({GetStatus.OFFSET_TOO_SMALL, GetStatus.OFFSET_OVERFLOW_BADLY, GetStatus.OFFSET_FOUND_NULL})
-_ADVANCE_STATUSES = frozenset({GetStatus.FOUND, GetStatus.NO_MATCHED_MESSAGE, GetStatus.MESSAGE_WAS_REMOVING, GetStatus.OFFSET_FOUND_NULL})
+_ADVANCE_STATUSES = frozenset(
+    {GetStatus.FOUND, GetStatus.NO_MATCHED_MESSAGE, GetStatus.MESSAGE_WAS_REMOVING, GetStatus.OFFSET_FOUND_NULL}
+)
 
 
 #: Java answers POP / CHANGE_INVISIBLETIME errors with a response header of zeros
@@ -134,7 +136,9 @@ class PopProcessor:
         poll_ms = h.poll_time or 0
         if h.born_time and now - h.born_time - poll_ms > TIMEOUT_TOO_MUCH_MS:
             return _with_zero_header(
-                error(cmd, ResponseCode.POLLING_TIMEOUT, f"the broker[{b.config.host}] pop message is timeout too much"),
+                error(
+                    cmd, ResponseCode.POLLING_TIMEOUT, f"the broker[{b.config.host}] pop message is timeout too much"
+                ),
                 _ZERO_POP_HEADER,
             )
         checked = self._check(cmd, h)
@@ -173,7 +177,9 @@ class PopProcessor:
         if not sf.is_readable(b.config.broker_permission):
             return error(cmd, ResponseCode.NO_PERMISSION, f"the broker[{b.config.host}] pop message is forbidden")
         if (h.max_msg_nums or 0) > MAX_POP_MSG_NUMS:
-            return error(cmd, ResponseCode.INVALID_PARAMETER, f"the broker[{b.config.host}] pop message's num is greater than 32")
+            return error(
+                cmd, ResponseCode.INVALID_PARAMETER, f"the broker[{b.config.host}] pop message's num is greater than 32"
+            )
         if h.order:
             return error(cmd, ResponseCode.SYSTEM_ERROR, "orderly pop is not supported by this broker")
         topic: str = h.topic  # type: ignore[assignment]
@@ -185,19 +191,28 @@ class PopProcessor:
         qid = h.queue_id if h.queue_id is not None else -1
         if qid >= tc.read_queue_nums:
             return error(
-                cmd, ResponseCode.INVALID_PARAMETER,
+                cmd,
+                ResponseCode.INVALID_PARAMETER,
                 f"queueId[{qid}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{tc.read_queue_nums}]",
             )
         gcfg = b.groups_config.find(h.consumer_group or "")
         if gcfg is None:
-            return error(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{h.consumer_group}] does not exist")
+            return error(
+                cmd,
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group [{h.consumer_group}] does not exist",
+            )
         if not gcfg.consume_enable:
             return error(cmd, ResponseCode.NO_PERMISSION, f"subscription group no permission, {h.consumer_group}")
         if not h.exp:
             return None
         expr_type = h.exp_type or "TAG"
         if expr_type != "TAG":
-            return error(cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED, "The broker does not support consumer to filter message by SQL92")
+            return error(
+                cmd,
+                ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                "The broker does not support consumer to filter message by SQL92",
+            )
         try:
             sd = SubscriptionData.build(topic, h.exp, expr_type)
         except InvalidArgumentError:
@@ -227,7 +242,13 @@ class PopProcessor:
         return batch
 
     def _pop_topic(
-        self, topic: str, is_retry: bool, h: PopMessageRequestHeader, codes: frozenset[int] | None, batch: _PopBatch, rand: int
+        self,
+        topic: str,
+        is_retry: bool,
+        h: PopMessageRequestHeader,
+        codes: frozenset[int] | None,
+        batch: _PopBatch,
+        rand: int,
     ) -> None:
         tc = self.broker.topics.get(topic)
         if tc is None:
@@ -272,7 +293,13 @@ class PopProcessor:
             self.broker.offsets.commit(group, topic, queue_id, offset)
 
     def _pop_queue(
-        self, topic: str, is_retry: bool, queue_id: int, h: PopMessageRequestHeader, codes: frozenset[int] | None, batch: _PopBatch
+        self,
+        topic: str,
+        is_retry: bool,
+        queue_id: int,
+        h: PopMessageRequestHeader,
+        codes: frozenset[int] | None,
+        batch: _PopBatch,
     ) -> None:
         b = self.broker
         svc = self.service
@@ -296,9 +323,16 @@ class PopProcessor:
             b.stats.on_get(topic, len(res.buffers))
             offsets = [_QUEUE_OFFSET.unpack_from(buf, _QUEUE_OFFSET_POS)[0] for buf in res.buffers]
             svc.table.add(
-                group=group, topic=topic, origin_topic=h.topic or topic, queue_id=queue_id, start_offset=offset,
-                pop_time=batch.pop_time, invisible_time=h.invisible_time or 0, revive_qid=batch.revive_qid,
-                broker_name=b.config.broker_name, offsets=offsets,
+                group=group,
+                topic=topic,
+                origin_topic=h.topic or topic,
+                queue_id=queue_id,
+                start_offset=offset,
+                pop_time=batch.pop_time,
+                invisible_time=h.invisible_time or 0,
+                revive_qid=batch.revive_qid,
+                broker_name=b.config.broker_name,
+                offsets=offsets,
             )
             batch.start_offset_info = build_start_offset_info(batch.start_offset_info, topic, queue_id, offset)
             batch.msg_offset_info = build_msg_offset_info(batch.msg_offset_info, topic, queue_id, offsets)
@@ -312,23 +346,41 @@ class PopProcessor:
             self._advance(group, topic, queue_id, res.next_begin_offset)
         batch.rest += max(0, res.max_offset - max(res.next_begin_offset, offset))
 
-    def _recode_retry(self, buf: bytes | memoryview, ck_offset: int, batch: _PopBatch, h: PopMessageRequestHeader) -> bytes:
+    def _recode_retry(
+        self, buf: bytes | memoryview, ck_offset: int, batch: _PopBatch, h: PopMessageRequestHeader
+    ) -> bytes:
         """Re-encode a retry-topic record with the subscribed topic and its ``POP_CK``."""
         rec = pm.decode_records(buf, decompress_body=False)[0]
         props = dict(rec.properties)
         props.setdefault(
             PROPERTY_POP_CK,
             ExtraInfo.of(
-                ck_offset, batch.pop_time, h.invisible_time or 0, batch.revive_qid, rec.topic, self.broker.config.broker_name,
-                rec.queue_id, rec.queue_offset,
+                ck_offset,
+                batch.pop_time,
+                h.invisible_time or 0,
+                batch.revive_qid,
+                rec.topic,
+                self.broker.config.broker_name,
+                rec.queue_id,
+                rec.queue_offset,
             ).build(),
         )
         return pm.encode_record(
-            topic=h.topic or rec.topic, body=rec.body, properties=props, queue_id=rec.queue_id, flag=rec.flag,
-            queue_offset=rec.queue_offset, physical_offset=rec.commit_log_offset, sys_flag=rec.sys_flag,
-            born_timestamp=rec.born_timestamp, born_host=rec.born_host, store_timestamp=rec.store_timestamp,
-            store_host=rec.store_host, reconsume_times=rec.reconsume_times,
-            prepared_transaction_offset=rec.prepared_transaction_offset, crc=rec.body_crc,
+            topic=h.topic or rec.topic,
+            body=rec.body,
+            properties=props,
+            queue_id=rec.queue_id,
+            flag=rec.flag,
+            queue_offset=rec.queue_offset,
+            physical_offset=rec.commit_log_offset,
+            sys_flag=rec.sys_flag,
+            born_timestamp=rec.born_timestamp,
+            born_host=rec.born_host,
+            store_timestamp=rec.store_timestamp,
+            store_host=rec.store_host,
+            reconsume_times=rec.reconsume_times,
+            prepared_transaction_offset=rec.prepared_transaction_offset,
+            crc=rec.body_crc,
         )
 
     def _maybe_available(self, h: PopMessageRequestHeader) -> bool:
@@ -377,7 +429,8 @@ class PopProcessor:
             return error(cmd, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
         if queue_id < 0 or queue_id >= tc.read_queue_nums:
             return error(
-                cmd, ResponseCode.MESSAGE_ILLEGAL,
+                cmd,
+                ResponseCode.MESSAGE_ILLEGAL,
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{tc.read_queue_nums}]",
             )
         return None
@@ -396,14 +449,20 @@ class PopProcessor:
             return bad
         lo, hi = b.store.get_min_offset(topic, qid), b.store.get_max_offset(topic, qid)
         if offset < lo or offset > hi:
-            return error(cmd, ResponseCode.NO_MESSAGE, f"offset is illegal, key:{topic}@{qid}, commit:{offset}, store:{lo}~{hi}")
+            return error(
+                cmd, ResponseCode.NO_MESSAGE, f"offset is illegal, key:{topic}@{qid}, commit:{offset}, store:{lo}~{hi}"
+            )
         try:
             ei = ExtraInfo.parse(h.extra_info)
         except InvalidArgumentError as exc:
             return error(cmd, ResponseCode.MESSAGE_ILLEGAL, str(exc))
-        ck = self.service.table.ack(h.consumer_group or "", topic, qid, ei.ck_queue_offset, ei.pop_time, offset, ei.invisible_time)
+        ck = self.service.table.ack(
+            h.consumer_group or "", topic, qid, ei.ck_queue_offset, ei.pop_time, offset, ei.invisible_time
+        )
         if ck is None:
-            return error(cmd, ResponseCode.NO_MESSAGE, f"no in-flight message for handle [{h.extra_info}] offset {offset}")
+            return error(
+                cmd, ResponseCode.NO_MESSAGE, f"no in-flight message for handle [{h.extra_info}] offset {offset}"
+            )
         self.service.changed()
         return cmd.response(ResponseCode.SUCCESS)
 
@@ -425,7 +484,9 @@ class PopProcessor:
             lo, hi = b.store.get_min_offset(topic, ba.queue_id), b.store.get_max_offset(topic, ba.queue_id)
             for offset in ba.offsets:
                 if lo <= offset <= hi:
-                    table.ack(ba.consumer_group, topic, ba.queue_id, ba.start_offset, ba.pop_time, offset, ba.invisible_time)
+                    table.ack(
+                        ba.consumer_group, topic, ba.queue_id, ba.start_offset, ba.pop_time, offset, ba.invisible_time
+                    )
         self.service.changed()
         return cmd.response(ResponseCode.SUCCESS)
 
@@ -452,7 +513,9 @@ class PopProcessor:
             return bad
         lo, hi = b.store.get_min_offset(topic, qid), b.store.get_max_offset(topic, qid)
         if offset < lo or offset >= hi:
-            return error(cmd, ResponseCode.NO_MESSAGE, f"offset is illegal, key:{topic}@{qid}, offset:{offset}, store:{lo}~{hi}")
+            return error(
+                cmd, ResponseCode.NO_MESSAGE, f"offset is illegal, key:{topic}@{qid}, offset:{offset}, store:{lo}~{hi}"
+            )
         try:
             ei = ExtraInfo.parse(h.extra_info)
         except InvalidArgumentError as exc:
@@ -460,12 +523,22 @@ class PopProcessor:
         table = self.service.table
         old = table.find(group, topic, qid, ei.ck_queue_offset, ei.pop_time, offset, ei.invisible_time)
         if old is None:
-            return error(cmd, ResponseCode.NO_MESSAGE, f"no in-flight message for handle [{h.extra_info}] offset {offset}")
+            return error(
+                cmd, ResponseCode.NO_MESSAGE, f"no in-flight message for handle [{h.extra_info}] offset {offset}"
+            )
         now = b.clock.now_ms()
         table.settle(old, offset)
         table.add(
-            group=group, topic=topic, origin_topic=old.origin_topic, queue_id=qid, start_offset=offset, pop_time=now,
-            invisible_time=h.invisible_time or 0, revive_qid=ei.revive_qid, broker_name=old.broker_name, offsets=[offset],
+            group=group,
+            topic=topic,
+            origin_topic=old.origin_topic,
+            queue_id=qid,
+            start_offset=offset,
+            pop_time=now,
+            invisible_time=h.invisible_time or 0,
+            revive_qid=ei.revive_qid,
+            broker_name=old.broker_name,
+            offsets=[offset],
         )
         self.service.changed()
         rh = ChangeInvisibleTimeResponseHeader(pop_time=now, invisible_time=h.invisible_time, revive_qid=ei.revive_qid)

@@ -79,7 +79,9 @@ class Reviver:
         b = svc.broker
         rec = self._read(ck, offset)
         if rec is None:
-            log.warning("pop revive: message gone topic=%s queue=%d offset=%d group=%s", ck.topic, ck.queue_id, offset, ck.group)
+            log.warning(
+                "pop revive: message gone topic=%s queue=%d offset=%d group=%s", ck.topic, ck.queue_id, offset, ck.group
+            )
             return False
         gcfg = b.groups_config.find(ck.group)
         max_times = gcfg.retry_max_times if gcfg is not None else retry.DEFAULT_RETRY_MAX_TIMES
@@ -120,7 +122,12 @@ class Reviver:
             self.revived += 1
         log.debug(
             "pop revive group=%s %s[%d]@%d -> %s reconsume=%d",
-            ck.group, ck.topic, ck.queue_id, offset, decision.topic, decision.reconsume_times,
+            ck.group,
+            ck.topic,
+            ck.queue_id,
+            offset,
+            decision.topic,
+            decision.reconsume_times,
         )
         return True
 
@@ -130,7 +137,11 @@ class Reviver:
             return
         b.topics.create_if_missing(topic, queue_nums, sf.PERM_READ | sf.PERM_WRITE, 0, b.clock.now_ms())
         b.topics_changed()
-        if group is not None and self.service.table.pop_offset(group, topic, 0) is None and b.offsets.query(group, topic, 0) < 0:
+        if (
+            group is not None
+            and self.service.table.pop_offset(group, topic, 0) is None
+            and b.offsets.query(group, topic, 0) < 0
+        ):
             # initPopRetryOffset: a new pop retry topic is read from its start
             self.service.table.set_pop_offset(group, topic, 0, 0)
             b.offsets.commit(group, topic, 0, 0)

@@ -100,7 +100,9 @@ class PopService:
         if self.loaded:
             return
         recover = self.broker.config.recover_metadata
-        obj = await asyncio.to_thread(load_file, self.path, CheckpointTable.JSON_SHAPE, recover=recover, what="POP checkpoints")
+        obj = await asyncio.to_thread(
+            load_file, self.path, CheckpointTable.JSON_SHAPE, recover=recover, what="POP checkpoints"
+        )
         self.table.load_json(obj)
         self.loaded = True
 
@@ -137,12 +139,12 @@ class PopService:
                 await t
             except asyncio.CancelledError:
                 pass
-            except Exception:  # noqa: BLE001 - still persist
+            except Exception:
                 log.exception("pop loop ended with an error")
         self._tasks = []
         try:
             await self.persist(force=True)
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("pop checkpoint persist at close failed")
 
     # ------------------------------------------------------------------ persistence
@@ -169,7 +171,7 @@ class PopService:
                 await self.persist()
             except OSError as exc:  # e.g. disk full: keep the loop, retry next round
                 log.warning("persisting %s failed: %s", CHECKPOINT_FILE, exc)
-            except Exception:  # noqa: BLE001 - the loop survives one bad write
+            except Exception:
                 self.table.dirty = True
                 log.exception("pop checkpoint persist failed")
 
@@ -185,7 +187,7 @@ class PopService:
                 self.revive_due()
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - the loop survives one bad scan
+            except Exception:
                 log.exception("pop revive scan failed")
 
     # ------------------------------------------------------------------ long polling

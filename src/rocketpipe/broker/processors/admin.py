@@ -18,13 +18,12 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ...errors import InvalidArgumentError, ProtocolError, RequestTimeoutError, TransportError
-from ...store.disk import disk_partition_used_ratio
 from ...protocol import message as pm
 from ...protocol.bodies import javajson as jj
-from ...protocol.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, LanguageCode, RequestCode, ResponseCode
-from ...protocol.command import RemotingCommand
 from ...protocol.bodies.admin import GroupList, ResetOffsetBody
 from ...protocol.bodies.route import KVTable
+from ...protocol.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, LanguageCode, RequestCode, ResponseCode
+from ...protocol.command import RemotingCommand
 from ...protocol.headers.admin import (
     CreateTopicRequestHeader,
     DeleteTopicRequestHeader,
@@ -41,6 +40,7 @@ from ...protocol.headers.consumer import (
     ResetOffsetRequestHeader,
 )
 from ...protocol.message import MessageQueue
+from ...store.disk import disk_partition_used_ratio
 from ...transport import Connection, Router
 from ..schedule import SCHEDULE_TOPIC
 from ..stats import format_runtime
@@ -209,7 +209,7 @@ class AdminProcessor:
             "consumeFromWhere": info.consume_from_where,
             "consumeType": info.consume_type,
             "messageModel": info.message_model,
-            "subscriptionTable": {t: s for t, s in info.subscriptions.items()},
+            "subscriptionTable": dict(info.subscriptions.items()),
         }
         return cmd.response(ResponseCode.SUCCESS, None, None, jj.dumps(body))
 
@@ -287,7 +287,13 @@ class AdminProcessor:
         return await self._call_consumer(cmd, h.consumer_group, h.client_id, ext=ext, body=body)  # type: ignore[arg-type]
 
     async def _call_consumer(
-        self, cmd: RemotingCommand, group: str, client_id: str | None, *, ext: dict[str, str] | None = None, body: bytes | None = None
+        self,
+        cmd: RemotingCommand,
+        group: str,
+        client_id: str | None,
+        *,
+        ext: dict[str, str] | None = None,
+        body: bytes | None = None,
     ) -> RemotingCommand:
         """``AdminBrokerProcessor.callConsumer``: send ``cmd`` (same code, ext fields, body) to
         the channel of ``client_id`` in ``group`` and answer with the client's response.
@@ -301,7 +307,11 @@ class AdminProcessor:
             ch = next((c for c in info.channels.values() if c.client_id == client_id), None)
         if ch is None:
             return error(cmd, ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online")
-        fwd = RemotingCommand.request(cmd.code, ext if ext is not None else dict(cmd.ext_fields or {}), body if body is not None else bytes(cmd.body))
+        fwd = RemotingCommand.request(
+            cmd.code,
+            ext if ext is not None else dict(cmd.ext_fields or {}),
+            body if body is not None else bytes(cmd.body),
+        )
         try:
             resp = await ch.channel.request(fwd, CALL_CLIENT_TIMEOUT)  # type: ignore[attr-defined]
         except RequestTimeoutError as exc:
@@ -335,14 +345,18 @@ class AdminProcessor:
         if group not in b.groups_config.groups:  # resetOffsetInner: containsSubscriptionGroup
             return error(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {group} does not exist")
         by_queue = h.queue_id is not None and h.queue_id >= 0
-        queues = [h.queue_id] if by_queue else list(range(tc.read_queue_nums))
+        queues = [h.queue_id] if h.queue_id is not None and by_queue else list(range(tc.read_queue_nums))
         targets: dict[int, int] = {}
         for q in queues:
             mn, mx = b.store.get_min_offset(topic, q), b.store.get_max_offset(topic, q)
             if by_queue and h.offset is not None and h.offset != -1:
                 # resetOffsetInner: an explicit offset only for one queue, within [min, max + 1]
                 if (mn >= 0 and h.offset < mn) or h.offset > mx + 1:
-                    return error(cmd, ResponseCode.SYSTEM_ERROR, f"Target offset {h.offset} not in consume queue range [{mn}-{mx}]")
+                    return error(
+                        cmd,
+                        ResponseCode.SYSTEM_ERROR,
+                        f"Target offset {h.offset} not in consume queue range [{mn}-{mx}]",
+                    )
                 target = h.offset
             elif (h.timestamp or 0) < 0:  # searchOffsetByTimestamp: a negative time = the max offset
                 target = mx
@@ -451,7 +465,9 @@ class AdminProcessor:
         try:
             vfs = os.statvfs(root)
             total, free = vfs.f_blocks * vfs.f_frsize, vfs.f_bfree * vfs.f_frsize
-            info["commitLogDirCapacity"] = f"Total : {human_readable_bytes(total)}, Free : {human_readable_bytes(free)}."
+            info["commitLogDirCapacity"] = (
+                f"Total : {human_readable_bytes(total)}, Free : {human_readable_bytes(free)}."
+            )
         except OSError:
             pass
         for level, offset in sorted(b.schedule.offsets.items()):  # ScheduleMessageService.buildRunningStats
@@ -464,7 +480,6 @@ def _earliest_message_time(store: Any) -> int:
     offset = store.get_min_phy_offset()
     size = store.commit_log.record_size_at(offset)
     return store.commit_log.pickup_store_timestamp(offset, size) if size > 0 else -1
-
 
 
 def human_readable_bytes(n: int) -> str:

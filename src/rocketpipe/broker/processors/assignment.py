@@ -50,7 +50,14 @@ from ...protocol.message import MessageQueue
 from ...store.json_file import save_json
 from ...transport import Connection, Router
 from ..metadata import load_file
-from ..request_mode import REQUEST_MODE_FILE, RETRY_PREFIX, AssignmentConfig, RequestModeTable, do_load_balance, effective_mode
+from ..request_mode import (
+    REQUEST_MODE_FILE,
+    RETRY_PREFIX,
+    AssignmentConfig,
+    RequestModeTable,
+    do_load_balance,
+    effective_mode,
+)
 from .common import error
 
 if TYPE_CHECKING:
@@ -112,7 +119,9 @@ class AssignmentProcessor:
             OSError: a file cannot be read or renamed.
         """
         recover = self.broker.config.recover_metadata
-        obj = await asyncio.to_thread(load_file, self.path, RequestModeTable.JSON_SHAPE, recover=recover, what="message request modes")
+        obj = await asyncio.to_thread(
+            load_file, self.path, RequestModeTable.JSON_SHAPE, recover=recover, what="message request modes"
+        )
         self.table.load_json(obj)
         self.table.dirty = False
 
@@ -150,7 +159,9 @@ class AssignmentProcessor:
         except ProtocolError as exc:
             return error(cmd, ResponseCode.SYSTEM_ERROR, f"bad SetMessageRequestModeRequestBody: {exc}")
         if not body.topic or not body.consumer_group:
-            return error(cmd, ResponseCode.SYSTEM_ERROR, "SetMessageRequestModeRequestBody needs topic and consumerGroup")
+            return error(
+                cmd, ResponseCode.SYSTEM_ERROR, "SetMessageRequestModeRequestBody needs topic and consumerGroup"
+            )
         if body.topic.startswith(RETRY_PREFIX):
             return error(cmd, ResponseCode.NO_PERMISSION, "retry topic is not allowed to set mode")
         if b.topics.get(body.topic) is None:
@@ -162,7 +173,13 @@ class AssignmentProcessor:
             await self.persist()
         except OSError as exc:  # Java logs a failed ConfigManager.persist and still answers SUCCESS
             log.warning("persisting %s failed: %s", REQUEST_MODE_FILE, exc)
-        log.info("message request mode set topic=%s group=%s mode=%s popShareQueueNum=%d", body.topic, body.consumer_group, body.mode.value, body.pop_share_queue_num)
+        log.info(
+            "message request mode set topic=%s group=%s mode=%s popShareQueueNum=%d",
+            body.topic,
+            body.consumer_group,
+            body.mode.value,
+            body.pop_share_queue_num,
+        )
         return cmd.response(ResponseCode.SUCCESS)
 
     # ------------------------------------------------------------------ 402
@@ -182,7 +199,9 @@ class AssignmentProcessor:
         except ProtocolError as exc:
             return error(cmd, ResponseCode.SYSTEM_ERROR, f"bad QueryAssignmentRequestBody: {exc}")
         if not req.topic or req.consumer_group is None or req.message_model is None:
-            return error(cmd, ResponseCode.SYSTEM_ERROR, "QueryAssignmentRequestBody needs topic, consumerGroup and messageModel")
+            return error(
+                cmd, ResponseCode.SYSTEM_ERROR, "QueryAssignmentRequestBody needs topic, consumerGroup and messageModel"
+            )
         topic, group = req.topic, req.consumer_group
         mode = effective_mode(self.table, topic, group, self.config)
         info = b.clients.consumer_group(group)
@@ -199,7 +218,13 @@ class AssignmentProcessor:
             server_load_balancer_enable=self.config.server_load_balancer_enable,
         )
         if assigned is None:
-            log.debug("query assignment: no assignment topic=%s group=%s client=%s strategy=%s", topic, group, req.client_id, req.strategy_name)
+            log.debug(
+                "query assignment: no assignment topic=%s group=%s client=%s strategy=%s",
+                topic,
+                group,
+                req.client_id,
+                req.strategy_name,
+            )
             body = QueryAssignmentResponseBody(None)
         else:
             body = QueryAssignmentResponseBody([MessageQueueAssignment(mq, mode.mode) for mq in assigned])
@@ -230,9 +255,13 @@ class AssignmentProcessor:
         return {MessageQueue(topic, self.broker.config.broker_name, i) for i in range(tc.read_queue_nums)}
 
     async def _fetch_route(self, addr: str, topic: str) -> TopicRouteData | None:
-        req = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=topic).to_ext_fields())
+        req = RemotingCommand.request(
+            RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=topic).to_ext_fields()
+        )
         try:
-            resp = await self.broker.pool.request(addr, req, _ROUTE_TIMEOUT_S)  # the broker's own name-server connections
+            resp = await self.broker.pool.request(
+                addr, req, _ROUTE_TIMEOUT_S
+            )  # the broker's own name-server connections
         except (RocketMQError, OSError) as exc:
             log.info("query assignment: route lookup failed namesrv=%s topic=%s error=%s", addr, topic, exc)
             return None

@@ -77,7 +77,9 @@ class ConsumerProcessor:
             if changed and cd.message_model != "BROADCASTING" and gcfg.notify_consumer_ids_changed_enable:
                 changed_groups.append(cd.group_name)
         for pd in data.producer_data_set:
-            b.clients.register_producer(pd.group_name, ClientChannel(conn, data.client_id, int(cmd.language), cmd.version, now))
+            b.clients.register_producer(
+                pd.group_name, ClientChannel(conn, data.client_id, int(cmd.language), cmd.version, now)
+            )
         for group in changed_groups:
             b.notify_consumer_ids_changed(group)
         return cmd.response(ResponseCode.SUCCESS)
@@ -91,7 +93,9 @@ class ConsumerProcessor:
             b.clients.unregister_producer(h.producer_group, conn)
         if h.consumer_group:
             gcfg = b.groups_config.groups.get(h.consumer_group)
-            if b.clients.unregister_consumer(h.consumer_group, conn) and (gcfg is None or gcfg.notify_consumer_ids_changed_enable):
+            if b.clients.unregister_consumer(h.consumer_group, conn) and (
+                gcfg is None or gcfg.notify_consumer_ids_changed_enable
+            ):
                 b.notify_consumer_ids_changed(h.consumer_group)
         return cmd.response(ResponseCode.SUCCESS)
 
@@ -117,7 +121,9 @@ class ConsumerProcessor:
             if not is_tag_type(sd.expression_type):
                 if not self.broker.config.enable_property_filter:
                     return error(
-                        cmd, ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {sd.expression_type}"
+                        cmd,
+                        ResponseCode.SYSTEM_ERROR,
+                        f"The broker does not support consumer to filter message by {sd.expression_type}",
                     )
                 try:
                     compile_filter(sd.expression_type, sd.sub_string)

@@ -54,15 +54,21 @@ class OffsetProcessor:
             require(getattr(h, name), name)
         offset = b.offsets.query(h.consumer_group, h.topic, h.queue_id)  # type: ignore[arg-type]
         if offset >= 0:
-            return cmd.response(ResponseCode.SUCCESS, None, QueryConsumerOffsetResponseHeader(offset=offset).to_ext_fields())
+            return cmd.response(
+                ResponseCode.SUCCESS, None, QueryConsumerOffsetResponseHeader(offset=offset).to_ext_fields()
+            )
         if h.set_zero_if_not_found is False:
-            return error(cmd, ResponseCode.QUERY_NOT_FOUND, "Not found, do not set to zero, maybe this group boot first")
+            return error(
+                cmd, ResponseCode.QUERY_NOT_FOUND, "Not found, do not set to zero, maybe this group boot first"
+            )
         min_offset = b.store.get_min_offset(h.topic, h.queue_id)  # type: ignore[arg-type]
         max_offset = b.store.get_max_offset(h.topic, h.queue_id)  # type: ignore[arg-type]
         # Java: min <= 0 and message 0 still in memory. Everything of this store counts as hot.
         if min_offset <= 0 and max_offset > 0:
             return cmd.response(ResponseCode.SUCCESS, None, QueryConsumerOffsetResponseHeader(offset=0).to_ext_fields())
-        return error(cmd, ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
+        return error(
+            cmd, ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"
+        )
 
     async def update_consumer_offset(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
         """Store a committed offset (usually sent oneway)."""
@@ -73,7 +79,9 @@ class OffsetProcessor:
         if h.queue_id is None or h.commit_offset is None:
             return error(cmd, ResponseCode.INVALID_PARAMETER, "queueId or commitOffset is null")
         if b.groups_config.find(h.consumer_group) is None:  # type: ignore[arg-type]
-            return error(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {h.consumer_group}")
+            return error(
+                cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {h.consumer_group}"
+            )
         if b.topics.get(h.topic) is None:  # type: ignore[arg-type]
             return error(cmd, ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!")
         b.offsets.commit_from_client(h.consumer_group, h.topic, h.queue_id, h.commit_offset)  # type: ignore[arg-type]
@@ -109,4 +117,6 @@ class OffsetProcessor:
         require(h.topic, "topic")
         require(h.queue_id, "queueId")
         ts = self.broker.store.get_earliest_message_time(h.topic, h.queue_id)  # type: ignore[arg-type]
-        return cmd.response(ResponseCode.SUCCESS, None, GetEarliestMsgStoretimeResponseHeader(timestamp=ts).to_ext_fields())
+        return cmd.response(
+            ResponseCode.SUCCESS, None, GetEarliestMsgStoretimeResponseHeader(timestamp=ts).to_ext_fields()
+        )

@@ -15,17 +15,17 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ...errors import InvalidArgumentError
 from ...protocol import message as pm
 from ...protocol import sysflag as sf
-from ...errors import InvalidArgumentError
 from ...protocol.bodies.heartbeat import SubscriptionData
 from ...protocol.codes import RequestCode, ResponseCode
 from ...protocol.command import RemotingCommand
 from ...protocol.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
-from ...transport import Connection, Router
 from ...store.api import GetResult, GetStatus
+from ...transport import Connection, Router
 from ..filter.manager import compile_filter, is_tag_type, record_properties, record_queue_offset
-from ..filter.sql92 import SQL92ParseError, Sql92Expression
+from ..filter.sql92 import Sql92Expression, SQL92ParseError
 from ..pull_hold import HeldPull
 from .common import decode_header, error, require
 
@@ -99,7 +99,7 @@ class PullProcessor:
             return
         try:
             resp = self.process(entry.request, conn, entry.context, allow_suspend=False)
-        except Exception as exc:  # noqa: BLE001 - never lose a held request
+        except Exception as exc:
             log.exception("held pull re-run failed topic=%s queue=%d", entry.topic, entry.queue_id)
             resp = error(entry.request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
         if resp is not None:
@@ -174,7 +174,9 @@ class PullProcessor:
         if allow_suspend and sys_flag & sf.PULL_COMMIT_OFFSET and h.commit_offset is not None and h.commit_offset >= 0:
             b.offsets.commit_from_client(group, topic, queue_id, h.commit_offset)
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & sf.PULL_SUSPEND:
-            hold_ms = (h.suspend_timeout_millis or 0) if b.config.long_polling_enable else b.config.short_polling_time_mills
+            hold_ms = (
+                (h.suspend_timeout_millis or 0) if b.config.long_polling_enable else b.config.short_polling_time_mills
+            )
             b.park_pull(
                 HeldPull(
                     topic=topic,
@@ -255,11 +257,15 @@ class PullProcessor:
     ) -> RemotingCommand | Sql92Expression:
         """enablePropertyFilter check (SYSTEM_ERROR) then compile (SUBSCRIPTION_PARSE_FAILED)."""
         if not self.broker.config.enable_property_filter:
-            return error(cmd, ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {expr_type}")
+            return error(
+                cmd, ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {expr_type}"
+            )
         try:
             return compile_filter(expr_type, expression)
         except SQL92ParseError as exc:
-            return error(cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription failed: {exc}")
+            return error(
+                cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription failed: {exc}"
+            )
 
     def _filter_codes(
         self, cmd: RemotingCommand, h: PullMessageRequestHeader, group: str, topic: str, gcfg: Any
@@ -278,13 +284,17 @@ class PullProcessor:
             try:
                 sd = SubscriptionData.build(topic, h.subscription, expr_type)
             except InvalidArgumentError as exc:
-                return error(cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription failed: {exc}")
+                return error(
+                    cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription failed: {exc}"
+                )
             return None if sd.is_sub_all else frozenset(sd.code_set)
         info = b.clients.consumer_group(group)
         if info is None:
             return error(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info not exist, {group}")
         if info.message_model == "BROADCASTING" and not gcfg.consume_broadcast_enable:
-            return error(cmd, ResponseCode.NO_PERMISSION, f"the consumer group[{group}] can not consume by broadcast way")
+            return error(
+                cmd, ResponseCode.NO_PERMISSION, f"the consumer group[{group}] can not consume by broadcast way"
+            )
         sub = info.subscriptions.get(topic)
         if sub is None:
             return error(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist, {topic}")
@@ -295,11 +305,17 @@ class PullProcessor:
             fd = b.consumer_filters.get(topic, group)
             if fd is None:
                 return error(
-                    cmd, ResponseCode.FILTER_DATA_NOT_EXIST, "The broker's consumer filter data is not exist!Your expression may be wrong!"
+                    cmd,
+                    ResponseCode.FILTER_DATA_NOT_EXIST,
+                    "The broker's consumer filter data is not exist!Your expression may be wrong!",
                 )
             if fd.client_version < (h.sub_version or 0):
                 return error(cmd, ResponseCode.FILTER_DATA_NOT_LATEST, "the consumer's consumer filter data not latest")
             if not b.config.enable_property_filter:
-                return error(cmd, ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {expr_type}")
+                return error(
+                    cmd,
+                    ResponseCode.SYSTEM_ERROR,
+                    f"The broker does not support consumer to filter message by {expr_type}",
+                )
             return fd.compiled
         return tag_code_set(getattr(sub, "sub_string", None))

@@ -20,7 +20,6 @@ from ...protocol.headers.consumer import ConsumerSendMsgBackRequestHeader
 from ...protocol.headers.send import (
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
-    SendMessageResponseHeader,
 )
 from ...store import MessageInner, PutResult, PutStatus
 from ...store.disk import disk_util
@@ -71,14 +70,36 @@ class _SendHeader:
     object: building a frozen 18-field dataclass costs ~3 us, this ~0.4 us."""
 
     __slots__ = (
-        "producer_group", "topic", "default_topic", "default_topic_queue_nums", "queue_id", "sys_flag",
-        "born_timestamp", "flag", "properties", "reconsume_times", "unit_mode", "max_reconsume_times", "batch",
+        "batch",
+        "born_timestamp",
+        "default_topic",
+        "default_topic_queue_nums",
+        "flag",
+        "max_reconsume_times",
+        "producer_group",
+        "properties",
+        "queue_id",
+        "reconsume_times",
+        "sys_flag",
+        "topic",
+        "unit_mode",
     )
 
     def __init__(
-        self, producer_group: str, topic: str, default_topic: str, default_topic_queue_nums: int, queue_id: int,
-        sys_flag: int, born_timestamp: int, flag: int, properties: str | None, reconsume_times: int | None,
-        unit_mode: bool | None, max_reconsume_times: int | None, batch: bool | None,
+        self,
+        producer_group: str,
+        topic: str,
+        default_topic: str,
+        default_topic_queue_nums: int,
+        queue_id: int,
+        sys_flag: int,
+        born_timestamp: int,
+        flag: int,
+        properties: str | None,
+        reconsume_times: int | None,
+        unit_mode: bool | None,
+        max_reconsume_times: int | None,
+        batch: bool | None,
     ) -> None:
         self.producer_group = producer_group
         self.topic = topic
@@ -99,8 +120,19 @@ class _SendHeader:
 #: bornTimestamp, flag, properties, reconsumeTimes, unitMode, maxReconsumeTimes, batch)
 _V2_KEYS = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m")
 _V1_KEYS = (
-    "producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag", "bornTimestamp",
-    "flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes", "batch",
+    "producerGroup",
+    "topic",
+    "defaultTopic",
+    "defaultTopicQueueNums",
+    "queueId",
+    "sysFlag",
+    "bornTimestamp",
+    "flag",
+    "properties",
+    "reconsumeTimes",
+    "unitMode",
+    "maxReconsumeTimes",
+    "batch",
 )
 
 
@@ -121,10 +153,12 @@ def _decode_send_header(cmd: RemotingCommand) -> SendMessageRequestHeader | _Sen
     """
     ext = cmd.ext_fields or {}
     v1 = cmd.code == RequestCode.SEND_MESSAGE
-    a, b, c, d, e, f, g, hh, i, j, k, l, m = map(ext.get, _V1_KEYS if v1 else _V2_KEYS)
+    a, b, c, d, e, f, g, hh, i, j, k, ll, m = map(ext.get, _V1_KEYS if v1 else _V2_KEYS)
     if a is not None and b is not None and c is not None:
         try:
-            return _SendHeader(a, b, c, int(d), int(e), int(f), int(g), int(hh), i, _opt_int(j), _opt_bool(k), _opt_int(l), _opt_bool(m))  # type: ignore[arg-type]
+            return _SendHeader(
+                a, b, c, int(d), int(e), int(f), int(g), int(hh), i, _opt_int(j), _opt_bool(k), _opt_int(ll), _opt_bool(m)  # type: ignore[arg-type]
+            )  # fmt: skip
         except (TypeError, ValueError):
             pass
     if v1:
@@ -256,7 +290,9 @@ class SendProcessor:
             return error(cmd, ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
         if tc is None:
             unit = _TOPIC_SYS_FLAG_UNIT if h.unit_mode else 0
-            tc = b.topics.create_in_send(topic, h.default_topic, h.default_topic_queue_nums or 0, unit, b.clock.now_ms())
+            tc = b.topics.create_in_send(
+                topic, h.default_topic, h.default_topic_queue_nums or 0, unit, b.clock.now_ms()
+            )
             if tc is None and retry.is_retry_topic(topic):
                 tc = b.topics.create_if_missing(topic, 1, sf.PERM_READ | sf.PERM_WRITE, unit, b.clock.now_ms())
             if tc is None:
@@ -276,7 +312,9 @@ class SendProcessor:
             queue_id = self._rand.randrange(1 << 30) % max(1, tc.write_queue_nums)
         body = bytes(cmd.body)
         if len(body) > cfg.max_message_size:
-            return error(cmd, ResponseCode.MESSAGE_ILLEGAL, f"the message body size over max value, MAX: {cfg.max_message_size}")
+            return error(
+                cmd, ResponseCode.MESSAGE_ILLEGAL, f"the message body size over max value, MAX: {cfg.max_message_size}"
+            )
         props = pm.string_to_properties(h.properties or "")
         sys_flag = (h.sys_flag or 0) | (sf.MULTI_TAGS_FLAG if tc.topic_filter_type == "MULTI_TAG" else 0)
         reconsume = h.reconsume_times or 0
@@ -294,7 +332,9 @@ class SendProcessor:
             props[pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = b.unique_ids.next_id()
         props[pm.PROPERTY_CLUSTER] = cfg.broker_cluster_name
         # properties over 32767 bytes: the store answers PROPERTIES_SIZE_EXCEEDED -> MESSAGE_ILLEGAL
-        inner = self._inner(topic, queue_id, body, h.flag or 0, props, sys_flag, h.born_timestamp or 0, conn.remote_address, reconsume)
+        inner = self._inner(
+            topic, queue_id, body, h.flag or 0, props, sys_flag, h.born_timestamp or 0, conn.remote_address, reconsume
+        )
         return [b.apply_delay(inner)], queue_id, False
 
     def _retry_redirect(
@@ -317,7 +357,11 @@ class SendProcessor:
         if not (retry.retry_send_goes_to_dlq(reconsume, max_times) or orderly):
             return None
         if orderly:
-            log.info("group %s holds unexpired queue locks (orderly): retry message to DLQ at once, reconsume=%d", group, reconsume)
+            log.info(
+                "group %s holds unexpired queue locks (orderly): retry message to DLQ at once, reconsume=%d",
+                group,
+                reconsume,
+            )
         dlq = retry.dlq_topic(group)
         rw = sf.PERM_READ | sf.PERM_WRITE
         if b.topics.get(dlq) is None:
@@ -366,7 +410,17 @@ class SendProcessor:
                 props.setdefault(pm.PROPERTY_WAIT_STORE_MSG_OK, envelope[pm.PROPERTY_WAIT_STORE_MSG_OK])
             props[pm.PROPERTY_CLUSTER] = b.config.broker_cluster_name
             inners.append(
-                self._inner(topic, queue_id, mbody, flag, props, sys_flag, h.born_timestamp or 0, conn.remote_address, h.reconsume_times or 0)
+                self._inner(
+                    topic,
+                    queue_id,
+                    mbody,
+                    flag,
+                    props,
+                    sys_flag,
+                    h.born_timestamp or 0,
+                    conn.remote_address,
+                    h.reconsume_times or 0,
+                )
             )
         return inners, queue_id, True
 
@@ -431,7 +485,9 @@ class SendProcessor:
         rw = sf.PERM_READ | sf.PERM_WRITE
         n = retry.DLQ_NUMS_PER_GROUP if decision.is_dlq else gcfg.retry_queue_nums
         existed = b.topics.get(decision.topic) is not None
-        tc = b.topics.create_if_missing(decision.topic, n, rw, _TOPIC_SYS_FLAG_UNIT if h.unit_mode else 0, b.clock.now_ms())
+        tc = b.topics.create_if_missing(
+            decision.topic, n, rw, _TOPIC_SYS_FLAG_UNIT if h.unit_mode else 0, b.clock.now_ms()
+        )
         if not existed:
             b.topics_changed()
         if not sf.is_writeable(tc.perm):
@@ -452,7 +508,12 @@ class SendProcessor:
             return error(cmd, ResponseCode.SYSTEM_ERROR, _status_name(result.status))
         log.debug(
             "send back group=%s offset=%s to topic=%s queue=%d level=%d reconsume=%d",
-            group, h.offset, decision.topic, decision.queue_id, decision.delay_level, decision.reconsume_times,
+            group,
+            h.offset,
+            decision.topic,
+            decision.queue_id,
+            decision.delay_level,
+            decision.reconsume_times,
         )
         return cmd.response(ResponseCode.SUCCESS)
 

@@ -114,7 +114,9 @@ async def consume_messages(
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     where = (
-        ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET if start_from is StartFrom.FIRST else ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+        ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+        if start_from is StartFrom.FIRST
+        else ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
     )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -146,11 +148,16 @@ def consume(
     group: Annotated[str, typer.Option("--group", "-g", help="Consumer group.")] = "rocketpipe-cli-consumer",
     count: Annotated[int | None, typer.Option("--count", "-c", min=1, help="Stop after this many messages.")] = None,
     timeout: Annotated[
-        float | None, typer.Option("--timeout", min=0.1, help="Stop after this many seconds (exit 4 if --count was not reached).")
+        float | None,
+        typer.Option("--timeout", min=0.1, help="Stop after this many seconds (exit 4 if --count was not reached)."),
     ] = None,
-    start_from: Annotated[StartFrom, typer.Option("--from", help="Start of a new group: first or last offset.")] = StartFrom.FIRST,
+    start_from: Annotated[
+        StartFrom, typer.Option("--from", help="Start of a new group: first or last offset.")
+    ] = StartFrom.FIRST,
     max_body: Annotated[int, typer.Option(help="Characters of each body to print (0 = all).")] = 200,
-    namesrv: Annotated[str, typer.Option("--namesrv", "-n", envvar="NAMESRV_ADDR", help="Name server(s), 'host:port[;host:port]'.")] = DEFAULT_NAMESRV,
+    namesrv: Annotated[
+        str, typer.Option("--namesrv", "-n", envvar="NAMESRV_ADDR", help="Name server(s), 'host:port[;host:port]'.")
+    ] = DEFAULT_NAMESRV,
 ) -> None:
     """Consume TOPIC with a push consumer and print each message."""
     try:

@@ -106,13 +106,20 @@ async def produce_messages(
 @handle_errors
 def produce(
     topic: Annotated[str, typer.Argument(help="Topic to send to.")],
-    body: Annotated[str | None, typer.Option("--body", "-b", help="Message body; without it, each stdin line is one message.")] = None,
+    body: Annotated[
+        str | None, typer.Option("--body", "-b", help="Message body; without it, each stdin line is one message.")
+    ] = None,
     tag: Annotated[str | None, typer.Option("--tag", "-t", help="Message tag.")] = None,
     key: Annotated[str | None, typer.Option("--key", "-k", help="Message key.")] = None,
     count: Annotated[
-        int | None, typer.Option("--count", "-c", min=1, help="Send --body this many times (default 1); with stdin, at most this many lines.")
+        int | None,
+        typer.Option(
+            "--count", "-c", min=1, help="Send --body this many times (default 1); with stdin, at most this many lines."
+        ),
     ] = None,
-    namesrv: Annotated[str, typer.Option("--namesrv", "-n", envvar="NAMESRV_ADDR", help="Name server(s), 'host:port[;host:port]'.")] = DEFAULT_NAMESRV,
+    namesrv: Annotated[
+        str, typer.Option("--namesrv", "-n", envvar="NAMESRV_ADDR", help="Name server(s), 'host:port[;host:port]'.")
+    ] = DEFAULT_NAMESRV,
     group: Annotated[str, typer.Option("--group", "-g", help="Producer group.")] = "rocketpipe-cli-producer",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the summary.")] = False,
 ) -> None:

@@ -20,9 +20,9 @@ import contextlib
 import dataclasses
 import logging
 import signal
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -72,7 +72,9 @@ def _stop_signals() -> Iterator[asyncio.Event]:
                 loop.remove_signal_handler(sig)
 
 
-def _start_line(namesrv_addr: str | None, broker_addr: str | None, config: BrokerConfig | None, limits: ServerLimits) -> str:
+def _start_line(
+    namesrv_addr: str | None, broker_addr: str | None, config: BrokerConfig | None, limits: ServerLimits
+) -> str:
     """The one line logged at start: addresses, store, flush mode, retention, connection limits."""
     fields = [f"namesrv={namesrv_addr or 'none'}", f"broker={broker_addr or 'none'}"]
     if config is not None:
@@ -158,26 +160,44 @@ def serve(
     broker_only: Annotated[bool, typer.Option("--broker-only", help="Run only a broker (needs --namesrv).")] = False,
     namesrv: Annotated[
         str | None,
-        typer.Option("--namesrv", "-n", envvar="NAMESRV_ADDR", help="Name server(s) for --broker-only, 'host:port[;host:port]'."),
+        typer.Option(
+            "--namesrv", "-n", envvar="NAMESRV_ADDR", help="Name server(s) for --broker-only, 'host:port[;host:port]'."
+        ),
     ] = None,
     host: Annotated[str, typer.Option(help="Address to listen on and advertise.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", "-p", help="Broker port (0 = any free port).")] = DEFAULT_BROKER_PORT,
     namesrv_port: Annotated[int, typer.Option(help="Name-server port (0 = any free port).")] = DEFAULT_NAMESRV_PORT,
-    data_dir: Annotated[Path, typer.Option("--data-dir", "-d", help="Broker store directory.")] = Path(".rocketpipe/store"),
-    flush: Annotated[FlushMode, typer.Option("--flush", help="Flush mode: async (ASYNC_FLUSH) or sync (SYNC_FLUSH, fsync before ack).")] = FlushMode.ASYNC,
+    data_dir: Annotated[Path, typer.Option("--data-dir", "-d", help="Broker store directory.")] = Path(
+        ".rocketpipe/store"
+    ),
+    flush: Annotated[
+        FlushMode,
+        typer.Option("--flush", help="Flush mode: async (ASYNC_FLUSH) or sync (SYNC_FLUSH, fsync before ack)."),
+    ] = FlushMode.ASYNC,
     broker_name: Annotated[str, typer.Option(help="brokerName.")] = "broker-a",
     cluster_name: Annotated[str, typer.Option(help="brokerClusterName.")] = "DefaultCluster",
     auto_create_topic: Annotated[bool, typer.Option(help="Create unknown topics on first send.")] = True,
     file_reserved_time: Annotated[
-        int, typer.Option("--file-reserved-time", metavar="HOURS", help="Hours a commit-log file is kept after its last write (fileReservedTime).")
+        int,
+        typer.Option(
+            "--file-reserved-time",
+            metavar="HOURS",
+            help="Hours a commit-log file is kept after its last write (fileReservedTime).",
+        ),
     ] = 72,
     delete_when: Annotated[
-        str, typer.Option("--delete-when", metavar="HH[;HH]", help="Hours of the day when expired files are deleted, e.g. '04' or '01;04' (deleteWhen).")
+        str,
+        typer.Option(
+            "--delete-when",
+            metavar="HH[;HH]",
+            help="Hours of the day when expired files are deleted, e.g. '04' or '01;04' (deleteWhen).",
+        ),
     ] = "04",
     disk_max_used_space_ratio: Annotated[
         int,
         typer.Option(
-            "--disk-max-used-space-ratio", metavar="PCT",
+            "--disk-max-used-space-ratio",
+            metavar="PCT",
             help="Disk use (percent) past which expired files are deleted at any hour (diskMaxUsedSpaceRatio; the store clamps it to 10..95).",
         ),
     ] = 75,
@@ -191,12 +211,17 @@ def serve(
     max_idle_seconds: Annotated[
         int,
         typer.Option(
-            "--max-idle-seconds", metavar="SECONDS",
+            "--max-idle-seconds",
+            metavar="SECONDS",
             help="Close a connection of the broker or name server with no traffic for this long, 0 = never (serverChannelMaxIdleTimeSeconds).",
         ),
     ] = DEFAULT_MAX_IDLE_SECONDS,
     max_connections: Annotated[
-        int, typer.Option("--max-connections", help="Connections the broker and the name server each accept at once; more are closed at accept.")
+        int,
+        typer.Option(
+            "--max-connections",
+            help="Connections the broker and the name server each accept at once; more are closed at accept.",
+        ),
     ] = DEFAULT_MAX_CONNECTIONS,
     recover_metadata: Annotated[
         bool,
@@ -205,11 +230,16 @@ def serve(
             help="Start even when a metadata JSON (topics, offsets, ...) and its .bak are both unreadable; their state starts empty.",
         ),
     ] = False,
-    log_level: Annotated[LogLevel, typer.Option("--log-level", case_sensitive=False, help="Lowest level logged.")] = LogLevel.INFO,
+    log_level: Annotated[
+        LogLevel, typer.Option("--log-level", case_sensitive=False, help="Lowest level logged.")
+    ] = LogLevel.INFO,
     log_file: Annotated[
-        Path | None, typer.Option("--log-file", metavar="PATH", help="Log to this file, rotated by size (default: stderr).")
+        Path | None,
+        typer.Option("--log-file", metavar="PATH", help="Log to this file, rotated by size (default: stderr)."),
     ] = None,
-    log_max_bytes: Annotated[int, typer.Option("--log-max-bytes", help="Size at which --log-file is rotated, bytes.")] = DEFAULT_LOG_MAX_BYTES,
+    log_max_bytes: Annotated[
+        int, typer.Option("--log-max-bytes", help="Size at which --log-file is rotated, bytes.")
+    ] = DEFAULT_LOG_MAX_BYTES,
     log_backups: Annotated[int, typer.Option("--log-backups", help="Rotated log files kept.")] = DEFAULT_LOG_BACKUPS,
 ) -> None:
     """Run a name server and a broker (both by default) until Ctrl-C or SIGTERM."""
@@ -278,6 +308,8 @@ def serve(
     except OSError as exc:
         log.error("cannot listen: %s", exc)
         raise fail(f"cannot listen: {exc}", EXIT_CONNECTION) from None
-    except Exception as exc:  # noqa: BLE001 - logged for --log-file readers, then reported as usual
-        log.error("rocketpipe serve failed: %s: %s", type(exc).__name__, exc, exc_info=not isinstance(exc, RocketMQError))
+    except Exception as exc:
+        log.error(
+            "rocketpipe serve failed: %s: %s", type(exc).__name__, exc, exc_info=not isinstance(exc, RocketMQError)
+        )
         raise

@@ -21,7 +21,9 @@ DEFAULT_NAMESRV = "127.0.0.1:9876"
 
 topic_app = typer.Typer(name="topic", help="Create a topic or show its queues and offsets.", no_args_is_help=True)
 
-NamesrvOption = Annotated[str, typer.Option("--namesrv", "-n", envvar="NAMESRV_ADDR", help="Name server(s), 'host:port[;host:port]'.")]
+NamesrvOption = Annotated[
+    str, typer.Option("--namesrv", "-n", envvar="NAMESRV_ADDR", help="Name server(s), 'host:port[;host:port]'.")
+]
 
 
 async def _create(namesrv: str, topic: str, queues: int, wait_s: float = 10.0) -> int:
@@ -61,7 +63,9 @@ async def _stats(namesrv: str, topic: str) -> list[tuple[str, int, int, int]]:
 @handle_errors
 def create(
     topic: Annotated[str, typer.Argument(help="Topic name.")],
-    queues: Annotated[int, typer.Option("--queues", "-q", min=1, max=1024, help="Read and write queues per broker.")] = 8,
+    queues: Annotated[
+        int, typer.Option("--queues", "-q", min=1, max=1024, help="Read and write queues per broker.")
+    ] = 8,
     namesrv: NamesrvOption = DEFAULT_NAMESRV,
 ) -> None:
     """Create (or update) TOPIC on every master broker of the cluster."""

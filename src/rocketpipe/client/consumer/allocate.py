@@ -34,7 +34,9 @@ AllocateStrategy = Callable[[str, str, Sequence[MessageQueue], Sequence[str]], l
 """``(consumer_group, current_cid, mq_all, cid_all) -> allocated queues``."""
 
 
-def _prepare(current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> tuple[list[MessageQueue], list[str]] | None:
+def _prepare(
+    current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+) -> tuple[list[MessageQueue], list[str]] | None:
     if not current_cid or not mq_all or not cid_all:
         return None
     cids = sorted(set(cid_all))
@@ -124,7 +126,9 @@ class ConsistentHashRing:
         hash_fn: ``str -> int`` (default :func:`md5_hash`).
     """
 
-    def __init__(self, cids: Iterable[str], vnodes: int = DEFAULT_VIRTUAL_NODE_COUNT, hash_fn: Callable[[str], int] = md5_hash) -> None:
+    def __init__(
+        self, cids: Iterable[str], vnodes: int = DEFAULT_VIRTUAL_NODE_COUNT, hash_fn: Callable[[str], int] = md5_hash
+    ) -> None:
         if vnodes < 0:
             raise ValueError(f"illegal virtual node count: {vnodes}")
         self._hash = hash_fn
@@ -146,7 +150,9 @@ class ConsistentHashRing:
         return self._nodes[i if i < len(self._keys) else 0]
 
 
-def consistent_hash_strategy(virtual_node_count: int = DEFAULT_VIRTUAL_NODE_COUNT, hash_fn: Callable[[str], int] = md5_hash) -> AllocateStrategy:
+def consistent_hash_strategy(
+    virtual_node_count: int = DEFAULT_VIRTUAL_NODE_COUNT, hash_fn: Callable[[str], int] = md5_hash
+) -> AllocateStrategy:
     """Return ``AllocateMessageQueueConsistentHash(virtual_node_count, hash_fn)``.
 
     Each queue goes to the ring node of ``str(mq)`` (``MessageQueue [topic=.., brokerName=..,
@@ -159,7 +165,9 @@ def consistent_hash_strategy(virtual_node_count: int = DEFAULT_VIRTUAL_NODE_COUN
     if virtual_node_count < 0:
         raise ValueError(f"illegal virtual node count: {virtual_node_count}")
 
-    def allocate(consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> list[MessageQueue]:
+    def allocate(
+        consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+    ) -> list[MessageQueue]:
         if not current_cid or not mq_all or not cid_all or current_cid not in cid_all:
             return []
         ring = ConsistentHashRing(cid_all, virtual_node_count, hash_fn)
@@ -178,7 +186,9 @@ def by_config_strategy(message_queues: Iterable[MessageQueue]) -> AllocateStrate
     group's clients (queues of other topics are ignored by the rebalance)."""
     fixed = list(message_queues)
 
-    def allocate(consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> list[MessageQueue]:
+    def allocate(
+        consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+    ) -> list[MessageQueue]:
         return list(fixed)
 
     allocate.__name__ = "allocate_by_config"
@@ -198,7 +208,9 @@ def by_machine_room_strategy(consumer_idcs: Iterable[str]) -> AllocateStrategy:
     """
     idcs = frozenset(consumer_idcs)
 
-    def allocate(consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> list[MessageQueue]:
+    def allocate(
+        consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+    ) -> list[MessageQueue]:
         prepared = _prepare(current_cid, mq_all, cid_all)
         if prepared is None:
             return []
@@ -244,7 +256,9 @@ def machine_room_nearby_strategy(
     [('hz-b', 0), ('sh-b', 0)]
     """
 
-    def allocate(consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> list[MessageQueue]:
+    def allocate(
+        consumer_group: str, current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+    ) -> list[MessageQueue]:
         prepared = _prepare(current_cid, mq_all, cid_all)
         if prepared is None:
             return []

@@ -133,7 +133,9 @@ async def query_assignment(
         BrokerError; RequestTimeoutError / TransportError.
     """
     route = runtime.cached_route(topic) or await runtime.fetch_route(topic)
-    addrs = sorted({a for bd in route.broker_datas or () for bid, a in bd.broker_addrs.items() if int(bid) == MASTER_ID})
+    addrs = sorted(
+        {a for bd in route.broker_datas or () for bid, a in bd.broker_addrs.items() if int(bid) == MASTER_ID}
+    )
     if not addrs:
         raise TopicNotExistError(f"no master broker for topic {topic!r}")
     body = QueryAssignmentRequestBody(topic, group, runtime.client_id, strategy, MessageModel(message_model))
@@ -146,7 +148,9 @@ async def query_assignment(
     return QueryAssignmentResponseBody.decode(bytes(resp.body)).message_queue_assignments
 
 
-async def set_message_request_mode(runtime: ClientRuntime, addr: str, body: SetMessageRequestModeRequestBody, timeout: float) -> None:
+async def set_message_request_mode(
+    runtime: ClientRuntime, addr: str, body: SetMessageRequestModeRequestBody, timeout: float
+) -> None:
     """SET_MESSAGE_REQUEST_MODE (401) to one broker (``MQClientAPIImpl.setMessageRequestMode``).
 
     Raises:

@@ -147,7 +147,9 @@ class ConcurrentDispatcher:
         prepare_batch(req.msgs, self._group, start_ms)
         return ConsumeConcurrentlyContext(message_queue=req.mq)
 
-    async def _finish(self, req: ConsumeRequest, ctx: ConsumeConcurrentlyContext, status: ConsumeConcurrentlyStatus, rt_ms: float) -> None:
+    async def _finish(
+        self, req: ConsumeRequest, ctx: ConsumeConcurrentlyContext, status: ConsumeConcurrentlyStatus, rt_ms: float
+    ) -> None:
         """After a listener call: record its RT, then process the result unless the queue was
         dropped meanwhile (``ConsumeRequest.run``)."""
         self.stats.inc_consume_rt(self._group, req.mq.topic, rt_ms)
@@ -164,7 +166,7 @@ class ConcurrentDispatcher:
         if not calls:
             return
         outcomes = await self._runner.call_in_one_hop([(req.msgs, ctx) for req, ctx in calls])
-        for (req, ctx), (status, rt_ms) in zip(calls, outcomes):
+        for (req, ctx), (status, rt_ms) in zip(calls, outcomes, strict=False):
             await self._finish(req, ctx, status, rt_ms)
 
     async def _consume(self, req: ConsumeRequest) -> None:
@@ -174,7 +176,9 @@ class ConcurrentDispatcher:
         status, rt_ms = await self._runner.call(req.msgs, ctx)
         await self._finish(req, ctx, status, rt_ms)
 
-    async def process_consume_result(self, status: ConsumeConcurrentlyStatus, ctx: ConsumeConcurrentlyContext, req: ConsumeRequest) -> None:
+    async def process_consume_result(
+        self, status: ConsumeConcurrentlyStatus, ctx: ConsumeConcurrentlyContext, req: ConsumeRequest
+    ) -> None:
         """Acknowledge, send back failures, and advance the offset (``processConsumeResult``).
 
         Counts the acknowledged and failed messages in :attr:`stats` under ``req.mq.topic``.

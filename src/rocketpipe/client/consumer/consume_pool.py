@@ -148,7 +148,7 @@ class ConsumePool(Generic[ReqT, PqT]):
             self._busy.add(me)
             try:
                 extra = 0 if many is None else min(MAX_CALLS_PER_HOP - 1, queue.qsize() // max(1, self._threads))
-                if extra <= 0:
+                if extra <= 0 or many is None:
                     await self._consume(req)
                 else:
                     reqs = [req]

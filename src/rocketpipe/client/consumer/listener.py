@@ -21,7 +21,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Final, Generic, NamedTuple, TypeVar, Union
+from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 from ...protocol.message import PROPERTY_CONSUME_START_TIMESTAMP, MessageExt, MessageQueue
 from .retry import restore_retry_topic
@@ -62,10 +62,10 @@ class ConsumeConcurrentlyContext:
     ack_index: int = ACK_ALL
 
 
-ListenerResult = Union[ConsumeConcurrentlyStatus, None]
+ListenerResult = ConsumeConcurrentlyStatus | None
 MessageListenerConcurrently = Callable[
     [list[MessageExt], ConsumeConcurrentlyContext],
-    Union[ListenerResult, Awaitable[ListenerResult]],
+    ListenerResult | Awaitable[ListenerResult],
 ]
 """A concurrent listener: ``(msgs, context) -> status`` (sync or async)."""
 
@@ -108,7 +108,9 @@ def is_async_listener(listener: Any) -> bool:
     flag = getattr(listener, "is_async", None)
     if isinstance(flag, bool):
         return flag
-    return inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(getattr(type(listener), "__call__", None))
+    return inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(
+        getattr(type(listener), "__call__", None)  # noqa: B004 - is its __call__ a coroutine function?
+    )
 
 
 class ListenerRunner(Generic[StatusT]):
@@ -174,11 +176,13 @@ class ListenerRunner(Generic[StatusT]):
                     result = await result
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - the listener's failure is a status
+        except Exception as exc:
             return ListenerOutcome(self._on_error(exc, ctx), (time.monotonic() - begin) * 1000)
         return ListenerOutcome(self._status_of(result), (time.monotonic() - begin) * 1000)
 
-    async def call_in_one_hop(self, calls: Sequence[tuple[Sequence[MessageExt], Any]]) -> list[ListenerOutcome[StatusT]]:
+    async def call_in_one_hop(
+        self, calls: Sequence[tuple[Sequence[MessageExt], Any]]
+    ) -> list[ListenerOutcome[StatusT]]:
         """Call a plain-function listener once per ``(msgs, ctx)`` with one thread-pool hop for
         all of them (each call timed on its own); same outcome rules as :meth:`call`.
 
@@ -192,21 +196,21 @@ class ListenerRunner(Generic[StatusT]):
                 begin = time.monotonic()
                 try:
                     ok, value = True, listener(list(msgs), ctx)
-                except Exception as exc:  # noqa: BLE001 - reported per call on the loop
+                except Exception as exc:
                     ok, value = False, exc
                 out.append((ok, value, (time.monotonic() - begin) * 1000))
             return out
 
         raw = await asyncio.get_running_loop().run_in_executor(self._pool(), run_all)
         outcomes: list[ListenerOutcome[StatusT]] = []
-        for (_, ctx), (ok, value, rt_ms) in zip(calls, raw):
+        for (_, ctx), (ok, value, rt_ms) in zip(calls, raw, strict=False):
             if ok and inspect.isawaitable(value):
                 begin = time.monotonic()
                 try:
                     value = await value
                 except asyncio.CancelledError:
                     raise
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     ok, value = False, exc
                 rt_ms += (time.monotonic() - begin) * 1000
             if not ok:
@@ -218,7 +222,10 @@ class ListenerRunner(Generic[StatusT]):
 
     def _on_error(self, exc: BaseException, ctx: Any) -> StatusT:
         log.error(
-            "listener raised group=%s mq=%s; treated as %s", self._group, getattr(ctx, "message_queue", None), self._failure.value,
+            "listener raised group=%s mq=%s; treated as %s",
+            self._group,
+            getattr(ctx, "message_queue", None),
+            self._failure.value,
             exc_info=(type(exc), exc, exc.__traceback__),
         )
         return self._failure

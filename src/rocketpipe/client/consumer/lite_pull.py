@@ -45,7 +45,13 @@ from .listener import MessageModel
 from .lite_pull_fetch import LitePullFetcher
 from .lite_pull_queues import AssignedQueues, LitePullSettings
 from .lite_pull_rebalance import TopicRebalancer
-from .offsets import ConsumeFromWhere, ReadOffsetType, RemoteOffsetStore, compute_pull_from_where, default_consume_timestamp
+from .offsets import (
+    ConsumeFromWhere,
+    ReadOffsetType,
+    RemoteOffsetStore,
+    compute_pull_from_where,
+    default_consume_timestamp,
+)
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +162,9 @@ class LitePullConsumer:
         self.group = consumer_group
         self.message_model = message_model
         self.consume_from_where = consume_from_where
-        self.consume_timestamp = consume_timestamp or default_consume_timestamp(datetime.fromtimestamp(clock.now_ms() / 1000))
+        self.consume_timestamp = consume_timestamp or default_consume_timestamp(
+            datetime.fromtimestamp(clock.now_ms() / 1000)
+        )
         self.allocate_strategy = allocate_strategy
         self.rebalance_interval = rebalance_interval
         self._runtime = runtime
@@ -168,10 +176,21 @@ class LitePullConsumer:
         self._offset_store = RemoteOffsetStore(self._query_offset, self._commit_offset)
         self._tasks = TaskOwner(f"lite-pull[{consumer_group}]")
         self._fetcher = LitePullFetcher(
-            runtime, consumer_group, self.settings, self._assigned, self._tasks, self._subscription_for, self._compute_start_offset
+            runtime,
+            consumer_group,
+            self.settings,
+            self._assigned,
+            self._tasks,
+            self._subscription_for,
+            self._compute_start_offset,
         )
         self._rebalancer = TopicRebalancer(
-            runtime, consumer_group, allocate_strategy, lambda: list(self._subscriptions), self._apply_allocation, rebalance_interval
+            runtime,
+            consumer_group,
+            allocate_strategy,
+            lambda: list(self._subscriptions),
+            self._apply_allocation,
+            rebalance_interval,
         )
         self._next_auto_commit = -1.0
         self._iter_buffer: deque[MessageExt] = deque()
@@ -466,7 +485,9 @@ class LitePullConsumer:
 
     # ------------------------------------------------------------------ offsets
 
-    async def commit(self, offsets: Mapping[MessageQueue, int] | Iterable[MessageQueue] | None = None, *, persist: bool = False) -> None:
+    async def commit(
+        self, offsets: Mapping[MessageQueue, int] | Iterable[MessageQueue] | None = None, *, persist: bool = False
+    ) -> None:
         """Commit consume offsets into the offset store; optionally send them to the broker now.
 
         Mirrors ``commit()`` (every assigned queue), ``commit(Map, persist)`` and
@@ -685,11 +706,15 @@ class LitePullConsumer:
 
     async def _query_offset(self, mq: MessageQueue) -> int:
         rt = self._runtime
-        return await rpc.query_consumer_offset(rt.pool, await self._master(mq), self.group, mq, rt.config.request_timeout)
+        return await rpc.query_consumer_offset(
+            rt.pool, await self._master(mq), self.group, mq, rt.config.request_timeout
+        )
 
     async def _commit_offset(self, mq: MessageQueue, offset: int, oneway: bool) -> None:
         rt = self._runtime
-        await rpc.update_consumer_offset(rt.pool, await self._master(mq), self.group, mq, offset, OFFSET_UPDATE_TIMEOUT, oneway=oneway)
+        await rpc.update_consumer_offset(
+            rt.pool, await self._master(mq), self.group, mq, offset, OFFSET_UPDATE_TIMEOUT, oneway=oneway
+        )
 
     async def _max_offset(self, mq: MessageQueue) -> int:
         rt = self._runtime

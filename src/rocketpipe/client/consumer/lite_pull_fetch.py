@@ -200,7 +200,12 @@ class LitePullFetcher:
             if self._flow_control_times % _FLOW_CONTROL_LOG_EVERY == 1:
                 log.warning(
                     "flow control group=%s mq=%s cached_requests=%d count=%d size=%d span=%d",
-                    self._group, mq, len(self._cache), pq.msg_count, pq.msg_size, pq.max_span(),
+                    self._group,
+                    mq,
+                    len(self._cache),
+                    pq.msg_count,
+                    pq.msg_size,
+                    pq.max_span(),
                 )
             return fc
         offset = self._assigned.take_next_pull_offset(mq)
@@ -234,7 +239,13 @@ class LitePullFetcher:
                 self._cache.append(ConsumeRequest(msgs, mq, pq))
                 self._cache_event.set()
         elif raw.status is PullStatus.OFFSET_ILLEGAL:
-            log.warning("pull offset illegal group=%s mq=%s offset=%d next_begin=%d", self._group, mq, offset, raw.next_begin_offset)
+            log.warning(
+                "pull offset illegal group=%s mq=%s offset=%d next_begin=%d",
+                self._group,
+                mq,
+                offset,
+                raw.next_begin_offset,
+            )
         self._assigned.update_pull_offset(mq, raw.next_begin_offset, pq)
         return 0.0
 

@@ -85,7 +85,12 @@ class LitePullSettings:
     def __post_init__(self) -> None:
         if not 1 <= self.pull_batch_size <= 1024:
             raise InvalidArgumentError("pull_batch_size must be in [1, 1024]")
-        for name in ("pull_threshold_for_all", "pull_threshold_for_queue", "pull_threshold_size_for_queue", "consume_max_span"):
+        for name in (
+            "pull_threshold_for_all",
+            "pull_threshold_for_queue",
+            "pull_threshold_size_for_queue",
+            "consume_max_span",
+        ):
             if getattr(self, name) < 1:
                 raise InvalidArgumentError(f"{name} must be >= 1")
         if self.poll_timeout < 0:
@@ -102,7 +107,9 @@ class LitePullSettings:
     @property
     def queue_limits(self) -> FlowControlLimits:
         """The per-queue limits in the push consumer's shape (shared flow-control check)."""
-        return FlowControlLimits(self.pull_threshold_for_queue, self.pull_threshold_size_for_queue, self.consume_max_span)
+        return FlowControlLimits(
+            self.pull_threshold_for_queue, self.pull_threshold_size_for_queue, self.consume_max_span
+        )
 
 
 def lite_flow_control_delay(cached_requests: int, pq: ProcessQueue, settings: LitePullSettings) -> float | None:
@@ -296,7 +303,11 @@ class AssignedQueues:
 
     def consume_offsets(self) -> dict[MessageQueue, int]:
         """Return queue → consume offset for every assigned, non-dropped queue that has one."""
-        return {mq: st.consume_offset for mq, st in sorted(self._states.items()) if st.consume_offset >= 0 and not st.pq.dropped}
+        return {
+            mq: st.consume_offset
+            for mq, st in sorted(self._states.items())
+            if st.consume_offset >= 0 and not st.pq.dropped
+        }
 
 
 __all__ = [

@@ -79,7 +79,14 @@ class TopicRebalancer:
 
     async def run(self) -> None:
         """Rebalance every ``interval`` or when woken, until cancelled."""
-        await periodic(f"rebalance group={self._group}", self._interval, self.rebalance, initial_delay=self._interval, wake=self._wake, logger=log)
+        await periodic(
+            f"rebalance group={self._group}",
+            self._interval,
+            self.rebalance,
+            initial_delay=self._interval,
+            wake=self._wake,
+            logger=log,
+        )
 
     async def refresh_routes(self) -> None:
         """Fetch the route of every subscribed topic (errors are logged)."""

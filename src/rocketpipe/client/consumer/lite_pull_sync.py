@@ -145,7 +145,9 @@ class SyncLitePullConsumer:
         """See :meth:`LitePullConsumer.committed`."""
         return self._portal.call(lambda c: c.committed(mq))
 
-    def commit(self, offsets: Mapping[MessageQueue, int] | Iterable[MessageQueue] | None = None, *, persist: bool = False) -> None:
+    def commit(
+        self, offsets: Mapping[MessageQueue, int] | Iterable[MessageQueue] | None = None, *, persist: bool = False
+    ) -> None:
         """See :meth:`LitePullConsumer.commit`."""
         arg = offsets if offsets is None or isinstance(offsets, Mapping) else list(offsets)
         self._portal.call(lambda c: c.commit(arg, persist=persist))

@@ -61,7 +61,12 @@ def local_offsets_path(client_id: str, group: str, base_dir: str | os.PathLike[s
     >>> str(local_offsets_path("1.2.3.4@1", "g", "/tmp/o"))
     '/tmp/o/1.2.3.4@1/g/offsets.json'
     """
-    return Path(base_dir if base_dir is not None else DEFAULT_LOCAL_OFFSET_STORE_DIR) / client_id / group / OFFSETS_FILE_NAME
+    return (
+        Path(base_dir if base_dir is not None else DEFAULT_LOCAL_OFFSET_STORE_DIR)
+        / client_id
+        / group
+        / OFFSETS_FILE_NAME
+    )
 
 
 def encode_offsets(table: dict[MessageQueue, int]) -> bytes:
@@ -207,8 +212,6 @@ class LocalOffsetStore:
     def snapshot(self) -> dict[MessageQueue, int]:
         """Return a copy of the cached offsets."""
         return dict(self._table)
-
-
 
 
 def _decode(data: bytes) -> dict[MessageQueue, int]:

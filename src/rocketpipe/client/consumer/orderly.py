@@ -40,7 +40,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Union
+from typing import TYPE_CHECKING, Any, Final
 
 from ...errors import RocketMQError, error_for_response
 from ...protocol.bodies.consumer import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
@@ -108,8 +108,8 @@ class ConsumeOrderlyContext:
     suspend_current_queue_time_millis: int = -1
 
 
-OrderlyResult = Union[ConsumeOrderlyStatus, None]
-OrderlyListenerFn = Callable[[list[MessageExt], ConsumeOrderlyContext], Union[OrderlyResult, Awaitable[OrderlyResult]]]
+OrderlyResult = ConsumeOrderlyStatus | None
+OrderlyListenerFn = Callable[[list[MessageExt], ConsumeOrderlyContext], OrderlyResult | Awaitable[OrderlyResult]]
 """An orderly listener function: ``(msgs, context) -> status`` (sync or async)."""
 
 
@@ -124,20 +124,26 @@ class MessageListenerOrderly:
     def __init__(self, fn: OrderlyListenerFn | None = None) -> None:
         self._fn = fn
 
-    def consume_message(self, msgs: list[MessageExt], context: ConsumeOrderlyContext) -> OrderlyResult | Awaitable[OrderlyResult]:
+    def consume_message(
+        self, msgs: list[MessageExt], context: ConsumeOrderlyContext
+    ) -> OrderlyResult | Awaitable[OrderlyResult]:
         """Consume one batch of one queue; returns a status (sync or async)."""
         if self._fn is None:
             raise NotImplementedError("pass a function or override consume_message")
         return self._fn(msgs, context)
 
-    def __call__(self, msgs: list[MessageExt], context: ConsumeOrderlyContext) -> OrderlyResult | Awaitable[OrderlyResult]:
+    def __call__(
+        self, msgs: list[MessageExt], context: ConsumeOrderlyContext
+    ) -> OrderlyResult | Awaitable[OrderlyResult]:
         return self.consume_message(msgs, context)
 
     @property
     def is_async(self) -> bool:
         """True when the wrapped function (or ``consume_message``) is a coroutine function."""
         target: Any = self._fn if self._fn is not None else self.consume_message
-        return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(getattr(type(target), "__call__", None))
+        return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
+            getattr(type(target), "__call__", None)  # noqa: B004 - is its __call__ a coroutine function?
+        )
 
 
 def effective_orderly_max_reconsume_times(setting: int) -> int:
@@ -171,7 +177,15 @@ class OrderlyProcessQueue(ProcessQueue):
         try_unlock_times: unlock attempts postponed because a batch was in flight.
     """
 
-    __slots__ = ("_consume_lock", "_uncommitted", "consuming", "last_lock_time", "locked", "previously_locked", "try_unlock_times")
+    __slots__ = (
+        "_consume_lock",
+        "_uncommitted",
+        "consuming",
+        "last_lock_time",
+        "locked",
+        "previously_locked",
+        "try_unlock_times",
+    )
 
     def __init__(self, now: float = 0.0) -> None:
         super().__init__(now)
@@ -205,8 +219,8 @@ class OrderlyProcessQueue(ProcessQueue):
         They stay cached (flow control still counts them) until :meth:`commit`.
         """
         skip = len(self._uncommitted)
-        offsets = self._offsets[skip : skip + n]  # noqa: SLF001 - same family of classes
-        return [self._msgs[o] for o in offsets]  # noqa: SLF001
+        offsets = self._offsets[skip : skip + n]
+        return [self._msgs[o] for o in offsets]
 
     def mark_consumed(self, msgs: Iterable[MessageExt]) -> None:
         """Keep consumed-but-uncommitted messages aside (``auto_commit=False`` SUCCESS)."""
@@ -248,7 +262,13 @@ async def lock_batch_mq(
 
 
 async def unlock_batch_mq(
-    rt: ClientRuntime, addr: str, group: str, mqs: Iterable[MessageQueue], *, oneway: bool = False, timeout: float = _LOCK_TIMEOUT
+    rt: ClientRuntime,
+    addr: str,
+    group: str,
+    mqs: Iterable[MessageQueue],
+    *,
+    oneway: bool = False,
+    timeout: float = _LOCK_TIMEOUT,
 ) -> None:
     """UNLOCK_BATCH_MQ (42) for this client's locks on ``mqs``.
 
@@ -258,9 +278,13 @@ async def unlock_batch_mq(
     body = UnlockBatchRequestBody(consumer_group=group, client_id=rt.client_id, mq_set=set(mqs))
     fields = UnlockBatchMqRequestHeader().to_ext_fields()
     if oneway:
-        await rt.pool.oneway(addr, RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, fields, body.encode(), oneway=True))
+        await rt.pool.oneway(
+            addr, RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, fields, body.encode(), oneway=True)
+        )
         return
-    resp = await rt.pool.request(addr, RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, fields, body.encode()), timeout)
+    resp = await rt.pool.request(
+        addr, RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, fields, body.encode()), timeout
+    )
     if resp.code != ResponseCode.SUCCESS:
         raise error_for_response(resp.code, resp.remark)
 
@@ -357,7 +381,11 @@ class OrderlyPullLoop(ControlledPullLoop):
     """
 
     def __init__(
-        self, *args: Any, read_start_offset: Callable[[MessageQueue], Awaitable[int]], clustering: bool = True, **kw: Any
+        self,
+        *args: Any,
+        read_start_offset: Callable[[MessageQueue], Awaitable[int]],
+        clustering: bool = True,
+        **kw: Any,
     ) -> None:
         super().__init__(*args, **kw)
         self._read_start_offset = read_start_offset
@@ -522,26 +550,27 @@ class OrderlyDispatcher:
             if pq.dropped or self._closing:
                 return None
             if self._lock_one is not None and (not pq.locked or pq.is_lock_expired(loop.time())):
-                log.warning("orderly: queue not locked (or lock expired), consume later group=%s mq=%s", self._group, mq)
+                log.warning(
+                    "orderly: queue not locked (or lock expired), consume later group=%s mq=%s", self._group, mq
+                )
                 return await self._try_lock_later(pq, mq)
             if loop.time() - begin > MAX_TIME_CONSUME_CONTINUOUSLY:
                 return 0.01
-            async with self._sem:
-                async with pq.consume_lock:
-                    if pq.dropped or self._closing:
-                        return None
-                    msgs = pq.take_messages(self._batch)
-                    if not msgs:
-                        return None
-                    if me is not None:
-                        self._in_batch.add(me)
-                    try:
-                        prepare_batch(msgs, self._group, self._now_ms())
-                        ctx = ConsumeOrderlyContext(message_queue=mq)
-                        status = await self._call_listener(msgs, ctx)
-                        delay = await self._process_result(msgs, status, ctx, pq, mq)
-                    finally:
-                        self._in_batch.discard(me)  # type: ignore[arg-type]
+            async with self._sem, pq.consume_lock:
+                if pq.dropped or self._closing:
+                    return None
+                msgs = pq.take_messages(self._batch)
+                if not msgs:
+                    return None
+                if me is not None:
+                    self._in_batch.add(me)
+                try:
+                    prepare_batch(msgs, self._group, self._now_ms())
+                    ctx = ConsumeOrderlyContext(message_queue=mq)
+                    status = await self._call_listener(msgs, ctx)
+                    delay = await self._process_result(msgs, status, ctx, pq, mq)
+                finally:
+                    self._in_batch.discard(me)
             if delay is not None:
                 return delay
 
@@ -565,7 +594,12 @@ class OrderlyDispatcher:
         return suspend
 
     async def _process_result(
-        self, msgs: list[MessageExt], status: ConsumeOrderlyStatus, ctx: ConsumeOrderlyContext, pq: OrderlyProcessQueue, mq: MessageQueue
+        self,
+        msgs: list[MessageExt],
+        status: ConsumeOrderlyStatus,
+        ctx: ConsumeOrderlyContext,
+        pq: OrderlyProcessQueue,
+        mq: MessageQueue,
     ) -> float | None:
         """``processConsumeResult``: return None to go on with the next batch, else the delay
         before the queue is consumed again.

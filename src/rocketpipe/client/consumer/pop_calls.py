@@ -127,10 +127,14 @@ def attach_receipt_handles(
                 rank = ranks[key].index(m.queue_offset)
                 offsets = msg_info[key]
                 offset = offsets[rank] if rank < len(offsets) else m.queue_offset
-                ei = ExtraInfo.of(start_info[key], pop_time, invisible, revive_qid, m.topic, broker_name, m.queue_id, offset)
+                ei = ExtraInfo.of(
+                    start_info[key], pop_time, invisible, revive_qid, m.topic, broker_name, m.queue_id, offset
+                )
             else:
                 ck_offset = legacy.setdefault(m.topic + str(m.queue_id), m.queue_offset)
-                ei = ExtraInfo.of(ck_offset, pop_time, invisible, revive_qid, m.topic, broker_name, m.queue_id, m.queue_offset)
+                ei = ExtraInfo.of(
+                    ck_offset, pop_time, invisible, revive_qid, m.topic, broker_name, m.queue_id, m.queue_offset
+                )
             m.properties[PROPERTY_POP_CK] = ei.build()
         m.properties.setdefault(PROPERTY_FIRST_POP_TIME, str(pop_time))
         m.broker_name = broker_name
@@ -238,7 +242,9 @@ async def pop_message(
     if resp.code != ResponseCode.SUCCESS:
         raise error_for_response(resp.code, resp.remark)
     rh = PopMessageResponseHeader.from_ext_fields(resp.ext_fields or {})
-    msgs = attach_receipt_handles(decode_records(bytes(resp.body or b"")), topic=topic, broker_name=broker_name, header=rh)
+    msgs = attach_receipt_handles(
+        decode_records(bytes(resp.body or b"")), topic=topic, broker_name=broker_name, header=rh
+    )
     return PopResult(PopStatus.FOUND, msgs, rh.pop_time or 0, rh.invisible_time or 0, rh.rest_num or 0)
 
 
@@ -268,12 +274,16 @@ async def ack_message(runtime: ClientRuntime, group: str, msg: MessageExt, timeo
         bname=ei.broker_name,
     )
     addr = await runtime.find_master_addr(ei.broker_name, msg.topic)
-    resp = await runtime.pool.request(addr, RemotingCommand.request(RequestCode.ACK_MESSAGE, header.to_ext_fields()), timeout)
+    resp = await runtime.pool.request(
+        addr, RemotingCommand.request(RequestCode.ACK_MESSAGE, header.to_ext_fields()), timeout
+    )
     if resp.code != ResponseCode.SUCCESS:
         raise error_for_response(resp.code, resp.remark)
 
 
-async def change_invisible_time(runtime: ClientRuntime, group: str, msg: MessageExt, invisible_time: float, timeout: float) -> str:
+async def change_invisible_time(
+    runtime: ClientRuntime, group: str, msg: MessageExt, invisible_time: float, timeout: float
+) -> str:
     """CHANGE_MESSAGE_INVISIBLETIME (200053): make ``msg`` invisible for ``invisible_time`` s from now.
 
     The message's ``POP_CK`` is replaced by the new handle (the old one is no longer valid).
@@ -310,6 +320,15 @@ async def change_invisible_time(runtime: ClientRuntime, group: str, msg: Message
     if resp.code != ResponseCode.SUCCESS:
         raise error_for_response(resp.code, resp.remark)
     rh = ChangeInvisibleTimeResponseHeader.from_ext_fields(resp.ext_fields or {})
-    new = ExtraInfo(offset, rh.pop_time or 0, rh.invisible_time or 0, rh.revive_qid or 0, ei.retry, ei.broker_name, ei.queue_id, offset).build()
+    new = ExtraInfo(
+        offset,
+        rh.pop_time or 0,
+        rh.invisible_time or 0,
+        rh.revive_qid or 0,
+        ei.retry,
+        ei.broker_name,
+        ei.queue_id,
+        offset,
+    ).build()
     msg.properties[PROPERTY_POP_CK] = new
     return new

@@ -347,14 +347,21 @@ class PopConsumeService:
         status, rt_ms = await self._runner.call(req.msgs, ctx)
         self.stats.inc_consume_rt(self._group, req.mq.topic, rt_ms)
         if req.pq.dropped or req.is_pop_timeout(self._now_ms()):
-            log.warning("queue dropped or pop timed out, result discarded group=%s mq=%s dropped=%s", self._group, req.mq, req.pq.dropped)
+            log.warning(
+                "queue dropped or pop timed out, result discarded group=%s mq=%s dropped=%s",
+                self._group,
+                req.mq,
+                req.pq.dropped,
+            )
             if req.is_pop_timeout(self._now_ms()):
                 self.pop_timeouts += 1
             req.pq.dec_found_msg(len(req.msgs))
             return
         await self.process_consume_result(status, ctx, req)
 
-    async def process_consume_result(self, status: ConsumeConcurrentlyStatus, ctx: ConsumeConcurrentlyContext, req: PopConsumeRequest) -> None:
+    async def process_consume_result(
+        self, status: ConsumeConcurrentlyStatus, ctx: ConsumeConcurrentlyContext, req: PopConsumeRequest
+    ) -> None:
         """Ack the successes, delay the failures (``processConsumeResult``).
 
         Messages up to ``ack_index`` (all on CONSUME_SUCCESS, none on RECONSUME_LATER) get
@@ -466,7 +473,9 @@ class PopLoop:
         if req.pq.wait_ack_count > s.pop_threshold_for_queue:
             self.flow_control_times += 1
             if self.flow_control_times % 1000 == 1:
-                log.warning("pop flow control group=%s mq=%s waiting_ack=%d", self._group, req.mq, req.pq.wait_ack_count)
+                log.warning(
+                    "pop flow control group=%s mq=%s waiting_ack=%d", self._group, req.mq, req.pq.wait_ack_count
+                )
             return PULL_DELAY_WHEN_FLOW_CONTROL
         sub = self._sub_of(req.mq.topic)
         if sub is None:
@@ -523,7 +532,12 @@ class PopLoop:
             keep_ids = {id(m) for m in kept}
             dropped = [m for m in msgs if id(m) not in keep_ids]
             for m in dropped:
-                log.info("pop: ack without consumption (filtered or over %d retries) group=%s msg=%s", max_times, self._group, m.msg_id)
+                log.info(
+                    "pop: ack without consumption (filtered or over %d retries) group=%s msg=%s",
+                    max_times,
+                    self._group,
+                    m.msg_id,
+                )
             await asyncio.gather(*(self._service.ack(m) for m in dropped))
         return kept
 
@@ -551,7 +565,9 @@ class PopConsumption:
         """Assigned POP queues not dropped (sorted)."""
         return sorted(mq for mq, r in self.queues.items() if not r.pq.dropped)
 
-    def update_queues(self, topic: str, assigned: Iterable[MessageQueue], now: float, init_mode: int) -> tuple[bool, list[PopRequest]]:
+    def update_queues(
+        self, topic: str, assigned: Iterable[MessageQueue], now: float, init_mode: int
+    ) -> tuple[bool, list[PopRequest]]:
         """The POP half of ``updateMessageQueueAssignment`` for ``topic``.
 
         Drops held POP queues of the topic that are no longer assigned or whose last pop is
@@ -586,7 +602,9 @@ class PopConsumption:
         """Start the loops of new requests."""
         for req in reqs:
             if self.queues.get(req.mq) is req and not req.pq.dropped:
-                req.task = self._tasks.spawn(self.loop.run(req), f"pop-{req.mq.topic}-{req.mq.broker_name}-{req.mq.queue_id}")
+                req.task = self._tasks.spawn(
+                    self.loop.run(req), f"pop-{req.mq.topic}-{req.mq.broker_name}-{req.mq.queue_id}"
+                )
 
     def drop(self, mq: MessageQueue) -> None:
         """Stop consuming a POP queue (``removeUnnecessaryPopMessageQueue``: nothing to persist)."""
@@ -623,7 +641,12 @@ class PopConsumption:
 
 
 def update_pop_retry_subscription(
-    topic: str, group: str, has_pull: bool, has_pop: bool, subscriptions: MutableMapping[str, SubscriptionData], now_ms: int
+    topic: str,
+    group: str,
+    has_pull: bool,
+    has_pop: bool,
+    subscriptions: MutableMapping[str, SubscriptionData],
+    now_ms: int,
 ) -> bool:
     """Subscribe / unsubscribe the topic's POP retry topic when its mode switches.
 

@@ -44,7 +44,16 @@ class ProcessQueue:
         last_consume_time: loop time (seconds) of the last finished batch.
     """
 
-    __slots__ = ("_msgs", "_offsets", "dropped", "last_consume_time", "last_pull_time", "msg_count", "msg_size", "queue_offset_max")
+    __slots__ = (
+        "_msgs",
+        "_offsets",
+        "dropped",
+        "last_consume_time",
+        "last_pull_time",
+        "msg_count",
+        "msg_size",
+        "queue_offset_max",
+    )
 
     def __init__(self, now: float = 0.0) -> None:
         self._offsets: list[int] = []

@@ -170,7 +170,11 @@ class PullLoop:
             if self._flow_control_times % 1000 == 1:
                 log.warning(
                     "flow control group=%s mq=%s count=%d size=%d span=%d",
-                    self._group, req.mq, req.pq.msg_count, req.pq.msg_size, req.pq.max_span(),
+                    self._group,
+                    req.mq,
+                    req.pq.msg_count,
+                    req.pq.msg_size,
+                    req.pq.max_span(),
                 )
             return fc
         sub = self._sub_of(req.mq.topic)
@@ -243,7 +247,11 @@ class PullLoop:
             return 0.0
         # OFFSET_ILLEGAL: reset, persist, drop; the next rebalance recreates the queue there.
         log.warning(
-            "offset illegal group=%s mq=%s offset=%d next_begin=%d", self._group, req.mq, req.next_offset, raw.next_begin_offset
+            "offset illegal group=%s mq=%s offset=%d next_begin=%d",
+            self._group,
+            req.mq,
+            req.next_offset,
+            raw.next_begin_offset,
         )
         req.next_offset = raw.next_begin_offset
         req.pq.dropped = True

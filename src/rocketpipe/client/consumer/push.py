@@ -39,8 +39,8 @@ from ...protocol.message import (
 from .. import rpc
 from .._tasks import TaskOwner, periodic
 from ..config import ClientConfig
-from ..routing import MASTER_ID, subscribe_queues
 from ..inbound import ConsumeMessageDirectlyResult, consume_directly, install_consumer_handlers
+from ..routing import MASTER_ID, subscribe_queues
 from ..runtime import CLIENT_INNER_PRODUCER_GROUP, ClientRuntime
 from .allocate import AllocateStrategy, allocate_averagely
 from .assignment import QUERY_ASSIGNMENT_TIMEOUT, query_assignment, split_assignments, strategy_name
@@ -48,7 +48,13 @@ from .common import check_consumer_group, refresh_routes, resolve_runtime
 from .concurrent import ConcurrentDispatcher
 from .listener import ConsumeConcurrentlyContext, MessageListenerConcurrently, MessageModel
 from .local_offsets import LocalOffsetStore, NoCommitOffsetView
-from .offsets import ConsumeFromWhere, ReadOffsetType, RemoteOffsetStore, compute_pull_from_where, default_consume_timestamp
+from .offsets import (
+    ConsumeFromWhere,
+    ReadOffsetType,
+    RemoteOffsetStore,
+    compute_pull_from_where,
+    default_consume_timestamp,
+)
 from .orderly import (
     REBALANCE_LOCK_INTERVAL,
     UNLOCK_WAIT_CONSUME,
@@ -58,10 +64,17 @@ from .orderly import (
     OrderlyPullLoop,
     QueueLocker,
 )
-from .pop_push import PopConsumeService, PopConsumption, PopLoop, PopSettings, check_pop_settings, update_pop_retry_subscription
+from .pop_push import (
+    PopConsumeService,
+    PopConsumption,
+    PopLoop,
+    PopSettings,
+    check_pop_settings,
+    update_pop_retry_subscription,
+)
 from .process_queue import FlowControlLimits, ProcessQueue
-from .push_controls import ConsumeMessageHook, ControlledPullLoop, PushControls, wrap_listener_with_hooks
 from .pull import PullLoop, PullRequest, PullSettings
+from .push_controls import ConsumeMessageHook, ControlledPullLoop, PushControls, wrap_listener_with_hooks
 from .rebalance import plan_rebalance
 from .retry import default_delay_level, effective_max_reconsume_times, is_retry_topic, retry_topic
 from .selector import MessageSelector
@@ -215,7 +228,9 @@ class PushConsumer:
         self.group = consumer_group
         self.message_model = message_model
         self.consume_from_where = consume_from_where
-        self.consume_timestamp = consume_timestamp or default_consume_timestamp(datetime.fromtimestamp(clock.now_ms() / 1000))
+        self.consume_timestamp = consume_timestamp or default_consume_timestamp(
+            datetime.fromtimestamp(clock.now_ms() / 1000)
+        )
         self.allocate_strategy = allocate_strategy
         self.consume_thread_max = consume_thread_max
         self.consume_message_batch_max_size = consume_message_batch_max_size
@@ -236,7 +251,9 @@ class PushConsumer:
             consumer_timeout_when_suspend=consumer_timeout_when_suspend,
             pull_time_delay_when_exception=runtime.config.pull_time_delay_when_exception,
             post_subscription_when_pull=post_subscription_when_pull,
-            limits=FlowControlLimits(pull_threshold_for_queue, pull_threshold_size_for_queue, consume_concurrently_max_span),
+            limits=FlowControlLimits(
+                pull_threshold_for_queue, pull_threshold_size_for_queue, consume_concurrently_max_span
+            ),
         )
         self._pop_settings = PopSettings(
             pop_threshold_for_queue=pop_threshold_for_queue,
@@ -306,7 +323,8 @@ class PushConsumer:
         if not topic:
             raise InvalidArgumentError("topic must not be empty")
         if isinstance(expression, MessageSelector):
-            expression, expression_type = expression.expression, expression.expression_type
+            expression_type = expression.expression_type
+            expression = expression.expression
         self._subscriptions[topic] = SubscriptionData.build(
             topic, expression, expression_type, sub_version=self._clock.now_ms()
         )
@@ -406,7 +424,11 @@ class PushConsumer:
 
     def locked_queues(self) -> list[MessageQueue]:
         """Return the held queues whose broker lock this client holds (orderly mode; sorted)."""
-        return sorted(mq for mq, r in self._queues.items() if isinstance(r.pq, OrderlyProcessQueue) and r.pq.locked and not r.pq.dropped)
+        return sorted(
+            mq
+            for mq, r in self._queues.items()
+            if isinstance(r.pq, OrderlyProcessQueue) and r.pq.locked and not r.pq.dropped
+        )
 
     def _on_subscription_changed(self) -> None:
         if self._started:
@@ -436,7 +458,9 @@ class PushConsumer:
         if not self._subscriptions:
             raise InvalidArgumentError("subscribe() to at least one topic before start()")
         if self.clustering:
-            self._subscriptions[retry_topic(self.group)] = SubscriptionData.build(retry_topic(self.group), "*", sub_version=self._clock.now_ms())
+            self._subscriptions[retry_topic(self.group)] = SubscriptionData.build(
+                retry_topic(self.group), "*", sub_version=self._clock.now_ms()
+            )
         self._started = True
         rt = self._runtime
         rt.register_consumer(self)
@@ -470,8 +494,16 @@ class PushConsumer:
                 limits=FlowControlLimits(lim.pull_threshold_for_queue, lim.pull_threshold_size_for_queue, 2**62),
             )
             self._pull_loop = OrderlyPullLoop(
-                rt, self.group, settings, self._subscriptions.get, pull_store, self._dispatcher, self._after_offset_illegal,
-                read_start_offset=self._compute_start_offset, clustering=self.clustering, controls=self._controls,
+                rt,
+                self.group,
+                settings,
+                self._subscriptions.get,
+                pull_store,
+                self._dispatcher,
+                self._after_offset_illegal,
+                read_start_offset=self._compute_start_offset,
+                clustering=self.clustering,
+                controls=self._controls,
             )
         else:
             self._dispatcher = ConcurrentDispatcher(
@@ -485,7 +517,13 @@ class PushConsumer:
                 now_ms=self._clock.now_ms,
             )
             self._pull_loop = ControlledPullLoop(
-                rt, self.group, self._settings, self._subscriptions.get, pull_store, self._dispatcher, self._after_offset_illegal,
+                rt,
+                self.group,
+                self._settings,
+                self._subscriptions.get,
+                pull_store,
+                self._dispatcher,
+                self._after_offset_illegal,
                 controls=self._controls,
             )
         self._dispatcher.start()
@@ -501,7 +539,9 @@ class PushConsumer:
                 now_ms=self._clock.now_ms,
                 stats=getattr(self._dispatcher, "stats", None),
             )
-            pop_loop = PopLoop(rt, self.group, self._pop_settings, self._subscriptions.get, service, self._controls, self._clock.now_ms)
+            pop_loop = PopLoop(
+                rt, self.group, self._pop_settings, self._subscriptions.get, service, self._controls, self._clock.now_ms
+            )
             self._pop = PopConsumption(pop_loop, service, self._tasks)
             service.start()
         await self._refresh_routes()
@@ -515,14 +555,24 @@ class PushConsumer:
         self._control_tasks = [
             self._tasks.spawn(self._rebalance_loop(), "rebalance"),
             self._tasks.spawn(
-                periodic("clean-expired", self.consume_timeout, self.clean_expired_messages, initial_delay=self.consume_timeout),
+                periodic(
+                    "clean-expired",
+                    self.consume_timeout,
+                    self.clean_expired_messages,
+                    initial_delay=self.consume_timeout,
+                ),
                 "clean-expired",
             ),
         ]
         if self.orderly and self.clustering:
             self._control_tasks.append(
                 self._tasks.spawn(
-                    periodic("lock-all", self.lock_renew_interval, self._lock_all, initial_delay=min(1.0, self.lock_renew_interval)),
+                    periodic(
+                        "lock-all",
+                        self.lock_renew_interval,
+                        self._lock_all,
+                        initial_delay=min(1.0, self.lock_renew_interval),
+                    ),
                     "lock-all",
                 )
             )
@@ -553,7 +603,7 @@ class PushConsumer:
             await self._dispatcher.close()
         if self._pop is not None:
             await self._pop.close()
-        held = [mq for mq in self._queues]
+        held = list(self._queues)
         for mq in held:
             try:
                 await self._offset_store.persist(mq, oneway=False)
@@ -622,7 +672,9 @@ class PushConsumer:
                 started = m.properties.get(PROPERTY_CONSUME_START_TIMESTAMP)
                 if not started or self._clock.now_ms() - int(started) <= limit_ms:
                     break
-                log.warning("consume timeout, sending back group=%s mq=%s offset=%d", self.group, req.mq, m.queue_offset)
+                log.warning(
+                    "consume timeout, sending back group=%s mq=%s offset=%d", self.group, req.mq, m.queue_offset
+                )
                 if not await self.send_message_back(m, 3):
                     break
                 req.pq.remove_messages([m])
@@ -728,9 +780,15 @@ class PushConsumer:
                 "tryUnlockTimes": orderly_pq.try_unlock_times if orderly_pq else 0,
             }
         stats = getattr(self._dispatcher, "stats", None)
-        status = {t: stats.consume_status(self.group, t) if stats is not None else zero_consume_status() for t in sorted(self._subscriptions)}
+        status = {
+            t: stats.consume_status(self.group, t) if stats is not None else zero_consume_status()
+            for t in sorted(self._subscriptions)
+        }
         return ConsumerRunningInfo(
-            properties=props, subscription_set=list(self._subscriptions.values()), mq_table=mq_table, status_table=status
+            properties=props,
+            subscription_set=list(self._subscriptions.values()),
+            mq_table=mq_table,
+            status_table=status,
         )
 
     async def consume_message_directly(self, msg: MessageExt, broker_name: str | None) -> ConsumeMessageDirectlyResult:
@@ -750,7 +808,14 @@ class PushConsumer:
 
     async def _rebalance_loop(self) -> None:
         interval = self.rebalance_interval
-        await periodic(f"rebalance group={self.group}", interval, self.rebalance, initial_delay=interval, wake=self._rebalance_wake, logger=log)
+        await periodic(
+            f"rebalance group={self.group}",
+            interval,
+            self.rebalance,
+            initial_delay=interval,
+            wake=self._rebalance_wake,
+            logger=log,
+        )
 
     async def _check_client_in_broker(self) -> None:
         """CHECK_CLIENT_CONFIG for each non-TAG subscription (``MQClientInstance.checkClientInBroker``).
@@ -837,7 +902,9 @@ class PushConsumer:
 
     async def _query_assignment(self, topic: str, timeout: float) -> Any:
         rt = self._runtime
-        return await query_assignment(rt, topic, self.group, strategy_name(self.allocate_strategy), self.message_model.value, timeout)
+        return await query_assignment(
+            rt, topic, self.group, strategy_name(self.allocate_strategy), self.message_model.value, timeout
+        )
 
     async def _rebalance_topic_by_broker(self, topic: str) -> None:
         """``getRebalanceResultFromBroker`` + ``updateMessageQueueAssignment`` for one topic.
@@ -851,9 +918,15 @@ class PushConsumer:
             log.info("rebalance: broker has no assignment group=%s topic=%s", self.group, topic)
             return
         pull_set, pop_set = split_assignments(assignments)
-        sub_changed = update_pop_retry_subscription(topic, self.group, bool(pull_set), bool(pop_set), self._subscriptions, self._clock.now_ms())
+        sub_changed = update_pop_retry_subscription(
+            topic, self.group, bool(pull_set), bool(pop_set), self._subscriptions, self._clock.now_ms()
+        )
         changed, new = await self._update_pull_queues(topic, sorted(pull_set))
-        init_mode = ConsumeInitMode.MIN if self.consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET else ConsumeInitMode.MAX
+        init_mode = (
+            ConsumeInitMode.MIN
+            if self.consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+            else ConsumeInitMode.MAX
+        )
         pop_changed, new_pop = self._pop.update_queues(topic, pop_set, asyncio.get_running_loop().time(), init_mode)
         await self._finish_rebalance(topic, changed or pop_changed or sub_changed, new)
         if not self._closed:
@@ -907,7 +980,9 @@ class PushConsumer:
         assert self._pull_loop is not None
         for req in new:
             self._queues[req.mq] = req
-            req.task = self._tasks.spawn(self._pull_loop.run(req), f"pull-{req.mq.topic}-{req.mq.broker_name}-{req.mq.queue_id}")
+            req.task = self._tasks.spawn(
+                self._pull_loop.run(req), f"pull-{req.mq.topic}-{req.mq.broker_name}-{req.mq.queue_id}"
+            )
 
     async def _compute_start_offset(self, mq: MessageQueue) -> int:
         """``computePullFromWhere`` of one queue (offset read from the store); −1: not now."""
@@ -1024,7 +1099,9 @@ class PushConsumer:
         lock check (the embedded one) on ``>`` — every one stores it in ``%DLQ%<group>``.
         """
         if not self.clustering:
-            log.warning("BROADCASTING orderly: max reconsume times reached, dropping group=%s msg=%s", self.group, msg.msg_id)
+            log.warning(
+                "BROADCASTING orderly: max reconsume times reached, dropping group=%s msg=%s", self.group, msg.msg_id
+            )
             return True
         try:
             from ..producer.producer import Producer
@@ -1075,7 +1152,9 @@ class PushConsumer:
             )
             return True
         except RocketMQError as exc:
-            log.warning("send back failed, re-sending to retry topic group=%s msg=%s err=%s", self.group, msg.msg_id, exc)
+            log.warning(
+                "send back failed, re-sending to retry topic group=%s msg=%s err=%s", self.group, msg.msg_id, exc
+            )
         try:
             from ..producer.producer import Producer
 

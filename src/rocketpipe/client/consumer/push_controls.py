@@ -58,7 +58,9 @@ class PushControls:
         if self.pull_threshold_for_topic >= 0 and pq.msg_count > max(1, self.pull_threshold_for_topic // n):
             self.flow_control_times += 1
             return PULL_DELAY_WHEN_FLOW_CONTROL
-        if self.pull_threshold_size_for_topic >= 0 and pq.msg_size / (1024 * 1024) > max(1, self.pull_threshold_size_for_topic // n):
+        if self.pull_threshold_size_for_topic >= 0 and pq.msg_size / (1024 * 1024) > max(
+            1, self.pull_threshold_size_for_topic // n
+        ):
             self.flow_control_times += 1
             return PULL_DELAY_WHEN_FLOW_CONTROL
         return None
@@ -133,11 +135,18 @@ def _run_hooks(hooks: list[ConsumeMessageHook], method: str, ctx: ConsumeMessage
     for h in hooks:
         try:
             getattr(h, method)(ctx)
-        except Exception:  # noqa: BLE001 - Java ignores hook failures
-            log.warning("consume hook %s.%s failed", getattr(h, "hook_name", lambda: type(h).__name__)(), method, exc_info=True)
+        except Exception:
+            name = h.hook_name() if hasattr(h, "hook_name") else type(h).__name__
+            log.warning("consume hook %s.%s failed", name, method, exc_info=True)
 
 
-def _after(hooks: list[ConsumeMessageHook], ctx: ConsumeMessageContext, result: object, exc: BaseException | None, orderly: bool) -> None:
+def _after(
+    hooks: list[ConsumeMessageHook],
+    ctx: ConsumeMessageContext,
+    result: object,
+    exc: BaseException | None,
+    orderly: bool,
+) -> None:
     if exc is not None:
         ctx.exception = exc
         ctx.props[CONSUME_CONTEXT_TYPE] = "EXCEPTION"

@@ -50,6 +50,8 @@ def plan_rebalance(
         allocated, re-added by the next round).
     """
     alloc = set(allocated)
-    to_drop = sorted(mq for mq, pq in held.items() if mq.topic == topic and (mq not in alloc or pq.is_pull_expired(now)))
+    to_drop = sorted(
+        mq for mq, pq in held.items() if mq.topic == topic and (mq not in alloc or pq.is_pull_expired(now))
+    )
     to_add = sorted(mq for mq in alloc if mq.topic == topic and mq not in held)
     return RebalancePlan(to_drop, to_add)

@@ -29,7 +29,14 @@ from collections.abc import Iterable
 from typing import Final
 
 from ...clock import SYSTEM_CLOCK, Clock
-from ...errors import ClientClosedError, InvalidArgumentError, RequestCodeNotSupportedError, RocketMQError, TopicNotExistError, error_for_response
+from ...errors import (
+    ClientClosedError,
+    InvalidArgumentError,
+    RequestCodeNotSupportedError,
+    RocketMQError,
+    TopicNotExistError,
+    error_for_response,
+)
 from ...protocol.bodies.heartbeat import ConsumerData, SubscriptionData
 from ...protocol.codes import RequestCode, ResponseCode
 from ...protocol.command import RemotingCommand
@@ -231,7 +238,9 @@ class SimpleConsumer:
             group_name=self.group,
             consume_type="CONSUME_POP",
             message_model="CLUSTERING",
-            consume_from_where="CONSUME_FROM_FIRST_OFFSET" if self.init_mode == ConsumeInitMode.MIN else "CONSUME_FROM_LAST_OFFSET",
+            consume_from_where="CONSUME_FROM_FIRST_OFFSET"
+            if self.init_mode == ConsumeInitMode.MIN
+            else "CONSUME_FROM_LAST_OFFSET",
             subscription_data_set=list(self._subscriptions.values()),
             unit_mode=False,
         )
@@ -259,11 +268,15 @@ class SimpleConsumer:
         topic = topics[self._topic_index % len(topics)]
         self._topic_index += 1
         route = self._runtime.cached_route(topic) or await self._runtime.route(topic, refresh=True)
-        names = sorted({qd.broker_name for qd in route.queue_datas or () if is_readable(qd.perm) and qd.read_queue_nums > 0})
+        names = sorted(
+            {qd.broker_name for qd in route.queue_datas or () if is_readable(qd.perm) and qd.read_queue_nums > 0}
+        )
         names = [n for n in names if self._runtime.find_broker_addr(n, MASTER_ID)]
         if not names:
             route = await self._runtime.route(topic, refresh=True)
-            names = sorted({qd.broker_name for qd in route.queue_datas or () if is_readable(qd.perm) and qd.read_queue_nums > 0})
+            names = sorted(
+                {qd.broker_name for qd in route.queue_datas or () if is_readable(qd.perm) and qd.read_queue_nums > 0}
+            )
             names = [n for n in names if self._runtime.find_broker_addr(n, MASTER_ID)]
         if not names:
             raise TopicNotExistError(f"no readable queue of topic {topic!r} on a reachable broker")
@@ -378,6 +391,10 @@ class SimpleConsumer:
         if invisible_duration < 0:
             raise InvalidArgumentError("invisible_duration must be >= 0 seconds")
         try:
-            return await change_invisible_time(self._runtime, self.group, msg, invisible_duration, self._runtime.config.request_timeout)
+            return await change_invisible_time(
+                self._runtime, self.group, msg, invisible_duration, self._runtime.config.request_timeout
+            )
         except RequestCodeNotSupportedError as exc:
-            raise _pop_not_supported("CHANGE_MESSAGE_INVISIBLETIME", receipt_handle(msg).broker_name, "its master", exc.remark) from None
+            raise _pop_not_supported(
+                "CHANGE_MESSAGE_INVISIBLETIME", receipt_handle(msg).broker_name, "its master", exc.remark
+            ) from None

@@ -118,7 +118,7 @@ class StatsWindow:
         b = now_ms // self._bucket_ms
         total = 0.0
         times = 0
-        for stamp, value, t in zip(self._stamp, self._value, self._times):
+        for stamp, value, t in zip(self._stamp, self._value, self._times, strict=False):
             if 0 <= b - stamp < self._n:
                 total += value
                 times += t
@@ -147,7 +147,14 @@ _Key = tuple[str, str]
 
 def zero_consume_status() -> dict[str, float | int]:
     """Return a ``ConsumeStatus`` with every value 0 (Java's ``new ConsumeStatus()``)."""
-    return {"consumeFailedMsgs": 0, "consumeFailedTPS": 0.0, "consumeOKTPS": 0.0, "consumeRT": 0.0, "pullRT": 0.0, "pullTPS": 0.0}
+    return {
+        "consumeFailedMsgs": 0,
+        "consumeFailedTPS": 0.0,
+        "consumeOKTPS": 0.0,
+        "consumeRT": 0.0,
+        "pullRT": 0.0,
+        "pullTPS": 0.0,
+    }
 
 
 class ConsumerStats:

@@ -40,7 +40,13 @@ from ...protocol.message import (
     encode_batch,
     properties_to_string,
 )
-from ...protocol.names import AUTO_CREATE_TOPIC_KEY_TOPIC, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC, is_retry_topic
+from ...protocol.names import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+    SCHEDULE_TOPIC,
+    is_retry_topic,
+)
 from ...protocol.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
 from .. import rpc
 from ..config import ClientConfig
@@ -136,7 +142,9 @@ class Producer:
         if not producer_group:
             raise InvalidArgumentError("producer_group must not be empty")
         if send_msg_timeout <= 0 or retry_times_when_send_failed < 0 or max_message_size <= 0:
-            raise InvalidArgumentError("send_msg_timeout > 0, retry_times_when_send_failed >= 0, max_message_size > 0 required")
+            raise InvalidArgumentError(
+                "send_msg_timeout > 0, retry_times_when_send_failed >= 0, max_message_size > 0 required"
+            )
         if runtime is None:
             if config is None:
                 if not namesrv_addr:
@@ -257,15 +265,21 @@ class Producer:
         if not msg.body:
             raise InvalidArgumentError("message body must not be empty")
         if len(msg.body) > self.max_message_size:
-            raise InvalidArgumentError(f"message body of {len(msg.body)} bytes exceeds max_message_size {self.max_message_size}")
+            raise InvalidArgumentError(
+                f"message body of {len(msg.body)} bytes exceeds max_message_size {self.max_message_size}"
+            )
 
-    def _header(self, topic: str, queue_id: int, sys_flag: int, flag: int, props: dict[str, str], batch: bool) -> SendMessageRequestHeaderV2:
+    def _header(
+        self, topic: str, queue_id: int, sys_flag: int, flag: int, props: dict[str, str], batch: bool
+    ) -> SendMessageRequestHeaderV2:
         reconsume: int | None = None
         max_reconsume: int | None = None
         if is_retry_topic(topic):
             try:
                 reconsume = int(props.get(PROPERTY_RECONSUME_TIME, "0"))
-                max_reconsume = int(props[PROPERTY_MAX_RECONSUME_TIMES]) if PROPERTY_MAX_RECONSUME_TIMES in props else None
+                max_reconsume = (
+                    int(props[PROPERTY_MAX_RECONSUME_TIMES]) if PROPERTY_MAX_RECONSUME_TIMES in props else None
+                )
             except ValueError:
                 reconsume = 0
         return SendMessageRequestHeaderV2(
@@ -284,7 +298,9 @@ class Producer:
             max_reconsume_times=max_reconsume,
         )
 
-    def _ext_fields(self, topic: str, queue_id: int, sys_flag: int, flag: int, props: dict[str, str], batch: bool) -> dict[str, str]:
+    def _ext_fields(
+        self, topic: str, queue_id: int, sys_flag: int, flag: int, props: dict[str, str], batch: bool
+    ) -> dict[str, str]:
         """``self._header(...).to_ext_fields()`` built directly (the send hot path).
 
         Equal to the typed header's map key for key; retry topics take the typed path.
@@ -292,7 +308,12 @@ class Producer:
         if is_retry_topic(topic):
             return self._header(topic, queue_id, sys_flag, flag, props, batch).to_ext_fields()
         fixed = self._fixed_ext
-        if fixed is None or fixed["a"] != self.producer_group or fixed["c"] != self.create_topic_key or fixed["d"] != str(self.default_topic_queue_nums):
+        if (
+            fixed is None
+            or fixed["a"] != self.producer_group
+            or fixed["c"] != self.create_topic_key
+            or fixed["d"] != str(self.default_topic_queue_nums)
+        ):
             fixed = self._fixed_ext = {
                 "a": self.producer_group,
                 "c": self.create_topic_key,
@@ -370,7 +391,9 @@ class Producer:
             await self.start()
         body, sys_flag = self._prepare_single(msg)
         if queue is None and selector is None:
-            return await self._send_with_retries(msg.topic, body, sys_flag, msg.flag, msg.properties, msg.unique_key or "", False, timeout)
+            return await self._send_with_retries(
+                msg.topic, body, sys_flag, msg.flag, msg.properties, msg.unique_key or "", False, timeout
+            )
         if selector is not None:
             queues, _ = await self._publish_queues(msg.topic)
             if not queues:
@@ -382,22 +405,38 @@ class Producer:
             except Exception as exc:  # sendSelectImpl: "select message queue threw exception."
                 raise InvalidArgumentError(f"the queue selector raised {type(exc).__name__}: {exc}") from exc
             if not isinstance(queue, MessageQueue) or queue.topic != msg.topic:
-                raise InvalidArgumentError(f"selector returned {queue!r}, not one of the {len(queues)} queues of {msg.topic!r}")
+                raise InvalidArgumentError(
+                    f"selector returned {queue!r}, not one of the {len(queues)} queues of {msg.topic!r}"
+                )
         assert queue is not None
-        return await self._send_to_queue(queue, body, sys_flag, msg.flag, msg.properties, msg.unique_key or "", False, timeout)
+        return await self._send_to_queue(
+            queue, body, sys_flag, msg.flag, msg.properties, msg.unique_key or "", False, timeout
+        )
 
     async def _send_to_queue(
-        self, mq: MessageQueue, body: bytes, sys_flag: int, flag: int, props: dict[str, str], msg_id: str, batch: bool, timeout: float | None
+        self,
+        mq: MessageQueue,
+        body: bytes,
+        sys_flag: int,
+        flag: int,
+        props: dict[str, str],
+        msg_id: str,
+        batch: bool,
+        timeout: float | None,
     ) -> SendResult:
         """One attempt to one queue (``sendKernelImpl``), within ``timeout`` seconds."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (self.send_msg_timeout if timeout is None else timeout)
-        addr = self._runtime.find_broker_addr(mq.broker_name) or await self._runtime.find_master_addr(mq.broker_name, mq.topic)
+        addr = self._runtime.find_broker_addr(mq.broker_name) or await self._runtime.find_master_addr(
+            mq.broker_name, mq.topic
+        )
         ext = self._ext_fields(mq.topic, mq.queue_id, sys_flag, flag, props, batch)
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
         return await rpc.send_message_ext(self._runtime.pool, addr, mq, code, ext, body, msg_id, deadline - loop.time())
 
-    async def send_batch(self, msgs: list[Message], *, queue: MessageQueue | None = None, timeout: float | None = None) -> SendResult:
+    async def send_batch(
+        self, msgs: list[Message], *, queue: MessageQueue | None = None, timeout: float | None = None
+    ) -> SendResult:
         """Send several messages of one topic as one SEND_BATCH_MESSAGE.
 
         Mirrors ``DefaultMQProducer.send(Collection<Message>)``: same topic, no delay level, no
@@ -428,7 +467,9 @@ class Producer:
                 m.properties[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = self._ids.next_id()
         body = encode_batch(msgs)
         if len(body) > self.max_message_size:
-            raise InvalidArgumentError(f"encoded batch of {len(body)} bytes exceeds max_message_size {self.max_message_size}")
+            raise InvalidArgumentError(
+                f"encoded batch of {len(body)} bytes exceeds max_message_size {self.max_message_size}"
+            )
         if queue is not None and queue.topic != topic:
             raise InvalidArgumentError(f"queue {queue} is not a queue of the batch's topic {topic!r}")
         await self.start()
@@ -482,7 +523,9 @@ class Producer:
         for attempt in range(attempts):
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise RequestTimeoutError(f"send to {topic!r} timed out after {budget}s ({attempt} attempts; last error: {last_exc})")
+                raise RequestTimeoutError(
+                    f"send to {topic!r} timed out after {budget}s ({attempt} attempts; last error: {last_exc})"
+                )
             try:
                 queues = None if refresh else self._cached_publish_queues(topic)
                 if queues is None:
@@ -490,9 +533,13 @@ class Producer:
                 refresh = False
                 mq = selector.select(queues, last_broker)
                 last_broker = mq.broker_name
-                addr = self._runtime.find_broker_addr(mq.broker_name) or await self._runtime.find_master_addr(mq.broker_name, topic)
+                addr = self._runtime.find_broker_addr(mq.broker_name) or await self._runtime.find_master_addr(
+                    mq.broker_name, topic
+                )
                 ext = self._ext_fields(topic, mq.queue_id, sys_flag, flag, props, batch)
-                result = await rpc.send_message_ext(self._runtime.pool, addr, mq, code, ext, body, msg_id, deadline - loop.time())
+                result = await rpc.send_message_ext(
+                    self._runtime.pool, addr, mq, code, ext, body, msg_id, deadline - loop.time()
+                )
             except InvalidArgumentError:
                 raise
             except BrokerError as exc:
@@ -501,15 +548,31 @@ class Producer:
                     raise
                 refresh = exc.refresh_route
                 if attempt + 1 < attempts:
-                    log.warning("send failed, retrying topic=%s broker=%s attempt=%d err=%s", topic, last_broker, attempt + 1, exc)
+                    log.warning(
+                        "send failed, retrying topic=%s broker=%s attempt=%d err=%s",
+                        topic,
+                        last_broker,
+                        attempt + 1,
+                        exc,
+                    )
                 continue
             except RocketMQError as exc:
                 last_exc = exc
                 refresh = exc.refresh_route
                 if attempt + 1 < attempts:
-                    log.warning("send failed, retrying topic=%s broker=%s attempt=%d err=%s", topic, last_broker, attempt + 1, exc)
+                    log.warning(
+                        "send failed, retrying topic=%s broker=%s attempt=%d err=%s",
+                        topic,
+                        last_broker,
+                        attempt + 1,
+                        exc,
+                    )
                 continue
-            if result.send_status is not SendStatus.SEND_OK and self.retry_another_broker_when_not_store_ok and attempt + 1 < attempts:
+            if (
+                result.send_status is not SendStatus.SEND_OK
+                and self.retry_another_broker_when_not_store_ok
+                and attempt + 1 < attempts
+            ):
                 log.warning("send stored with %s, retrying on another broker topic=%s", result.send_status.name, topic)
                 continue
             return result

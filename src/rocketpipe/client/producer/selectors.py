@@ -48,7 +48,9 @@ def java_hash_code(arg: object) -> int:
         return java_string_hash(arg)
     if isinstance(arg, bytes):
         return java_string_hash(arg.decode("utf-8", "surrogateescape"))
-    raise InvalidArgumentError(f"select_by_hash needs a str or int arg, got {type(arg).__name__}; pass a key or your own selector")
+    raise InvalidArgumentError(
+        f"select_by_hash needs a str or int arg, got {type(arg).__name__}; pass a key or your own selector"
+    )
 
 
 def select_by_hash(queues: Sequence[MessageQueue], msg: Message, arg: object) -> MessageQueue:

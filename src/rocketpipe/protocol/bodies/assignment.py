@@ -300,5 +300,9 @@ class QueryAssignmentResponseBody:
                 continue
             att = x.get("attachments")
             attachments = {str(k): str(v) for k, v in att.items()} if isinstance(att, dict) else None
-            out.append(MessageQueueAssignment(mq, _enum(MessageRequestMode, x.get("mode"), "mode", MessageRequestMode.PULL), attachments))
+            out.append(
+                MessageQueueAssignment(
+                    mq, _enum(MessageRequestMode, x.get("mode"), "mode", MessageRequestMode.PULL), attachments
+                )
+            )
         return cls(out)

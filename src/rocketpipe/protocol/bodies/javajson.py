@@ -79,7 +79,7 @@ _MAX_DEPTH = 200
 
 
 class _Reader:
-    __slots__ = ("s", "i", "depth")
+    __slots__ = ("depth", "i", "s")
 
     def __init__(self, s: str) -> None:
         self.s = s

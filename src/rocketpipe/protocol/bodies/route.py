@@ -218,9 +218,7 @@ class ClusterInfo:
         """
         d = jj.as_dict(jj.loads(data))
         return cls(
-            broker_addr_table={
-                str(k): BrokerData.from_obj(v) for k, v in jj.as_dict(d.get("brokerAddrTable")).items()
-            },
+            broker_addr_table={str(k): BrokerData.from_obj(v) for k, v in jj.as_dict(d.get("brokerAddrTable")).items()},
             cluster_addr_table={
                 str(k): {x for x in jj.as_list(v) if isinstance(x, str)}
                 for k, v in jj.as_dict(d.get("clusterAddrTable")).items()

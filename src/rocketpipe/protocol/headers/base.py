@@ -110,7 +110,7 @@ def _compile_codec(cls: type, specs: tuple[_FieldSpec, ...]) -> tuple[Any, Any]:
     to_lines.append(" return out")
     from_lines.append(" return cls(**kw)")
     ns: dict[str, Any] = {"_format": _format, "_missing": _missing, "_not_a_number": _not_a_number}
-    exec("\n".join(to_lines) + "\n\n" + "\n".join(from_lines), ns)  # noqa: S102 - generated from field metadata only
+    exec("\n".join(to_lines) + "\n\n" + "\n".join(from_lines), ns)
     return ns["to_ext"], ns["from_ext"]
 
 

@@ -180,11 +180,27 @@ class ExtraInfo:
 
     @classmethod
     def of(
-        cls, ck_queue_offset: int, pop_time: int, invisible_time: int, revive_qid: int, topic: str, broker_name: str,
-        queue_id: int, queue_offset: int | None = None,
+        cls,
+        ck_queue_offset: int,
+        pop_time: int,
+        invisible_time: int,
+        revive_qid: int,
+        topic: str,
+        broker_name: str,
+        queue_id: int,
+        queue_offset: int | None = None,
     ) -> ExtraInfo:
         """Build from the topic the message was read from (``ExtraInfoUtil.buildExtraInfo``)."""
-        return cls(ck_queue_offset, pop_time, invisible_time, revive_qid, retry_flag(topic), broker_name, queue_id, queue_offset)
+        return cls(
+            ck_queue_offset,
+            pop_time,
+            invisible_time,
+            revive_qid,
+            retry_flag(topic),
+            broker_name,
+            queue_id,
+            queue_offset,
+        )
 
     @classmethod
     def parse(cls, text: str | None) -> ExtraInfo:
@@ -201,7 +217,13 @@ class ExtraInfo:
             raise InvalidArgumentError(f"receipt handle has {len(parts)} fields, 7 or 8 expected: {text!r}")
         try:
             return cls(
-                int(parts[0]), int(parts[1]), int(parts[2]), int(parts[3]), parts[4], parts[5], int(parts[6]),
+                int(parts[0]),
+                int(parts[1]),
+                int(parts[2]),
+                int(parts[3]),
+                parts[4],
+                parts[5],
+                int(parts[6]),
                 int(parts[7]) if len(parts) > 7 else None,
             )
         except ValueError:
@@ -539,7 +561,17 @@ class BatchAckMessageRequestBody:
             key = (h.retry, h.queue_id, h.ck_queue_offset, h.pop_time)
             groups.setdefault(key, (h, set()))[1].add(h.queue_offset - h.ck_queue_offset)
         acks = [
-            BatchAck(group, topic, h.retry, h.ck_queue_offset, h.queue_id, h.revive_qid, h.pop_time, h.invisible_time, frozenset(bits))
+            BatchAck(
+                group,
+                topic,
+                h.retry,
+                h.ck_queue_offset,
+                h.queue_id,
+                h.revive_qid,
+                h.pop_time,
+                h.invisible_time,
+                frozenset(bits),
+            )
             for h, bits in groups.values()
         ]
         return cls(broker, acks)
