@@ -43,11 +43,14 @@ interop: $(STAMP)
 # and possible), all measured in this run; prints rates and ratios. A peer that cannot start is
 # reported as "not measured". E.g. `make bench BENCH_ARGS="--messages 20000 --peers redis"`.
 BENCH_ARGS ?=
+# Spark source/sink vs Spark's rate source in one session: `make bench SPARK_BENCH_ARGS="--messages 100000"`
+SPARK_BENCH_ARGS ?=
 bench: $(STAMP)
 	@command -v redis-server >/dev/null || apt-get install -y -q redis-server >/dev/null 2>&1 \
 	  || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q redis-server >/dev/null 2>&1) \
 	  || echo "redis-server could not be installed; the Redis peer will be reported as not measured"
 	$(PY) bench/produce_consume.py $(BENCH_ARGS)
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) bench/spark_read.py $(SPARK_BENCH_ARGS)
 	@echo "restart time vs store size (clean and after SIGKILL): make bench-restart"
 
 # Restart time of `rocketpipe serve` vs store size (1 KiB messages), after a clean stop and after

@@ -100,8 +100,15 @@ def _stop(proc: subprocess.Popen[Any], grace: float = 30.0) -> None:
 
 
 @contextlib.contextmanager
-def rocketpipe_serve(tmp: Path, flush: str) -> Iterator[str]:
-    """``python -m rocketpipe serve`` on free ports; yields the name server address."""
+def rocketpipe_serve(tmp: Path, flush: str, extra_args: tuple[str, ...] = (), src: Path | None = None) -> Iterator[str]:
+    """``python -m rocketpipe serve`` on free ports (plus ``extra_args``); yields the name server address.
+
+    ``src``: run the ``rocketpipe`` package found there (a ``src/`` directory) instead of the
+    installed one, e.g. an earlier commit's (see :func:`rocketpipe_at`).
+    """
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(src), env.get("PYTHONPATH", "")) if p)
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -116,7 +123,9 @@ def rocketpipe_serve(tmp: Path, flush: str) -> Iterator[str]:
             str(tmp / "store"),
             "--flush",
             flush,
+            *extra_args,
         ],
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -137,6 +146,31 @@ def rocketpipe_serve(tmp: Path, flush: str) -> Iterator[str]:
         yield m.group(1)
     finally:
         _stop(proc)
+
+
+def rocketpipe_at(rev: str) -> Callable[[Path, str], contextlib.AbstractContextManager[str]]:
+    """A target running ``rocketpipe serve`` as of git revision ``rev`` (its ``src/`` extracted with
+    ``git archive`` into the target's temporary directory), for before/after ratios in one run.
+
+    Raises (when entered):
+        Unavailable: ``rev`` is not a revision of this repository.
+    """
+
+    @contextlib.contextmanager
+    def target(tmp: Path, flush: str) -> Iterator[str]:
+        root = Path(__file__).resolve().parents[1]
+        out = tmp / "src-at-rev"
+        out.mkdir()
+        archive = subprocess.run(
+            ["git", "-C", str(root), "archive", "--format=tar", rev, "src"], capture_output=True, check=False
+        )
+        if archive.returncode != 0:
+            raise Unavailable(f"git archive {rev}: {archive.stderr.decode(errors='replace').strip()}")
+        subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=True)
+        with rocketpipe_serve(tmp, flush, src=out / "src") as namesrv:
+            yield namesrv
+
+    return target
 
 
 # ---------------------------------------------------------------------------- Apache RocketMQ

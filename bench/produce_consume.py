@@ -64,9 +64,11 @@ from peers import (
     one_line,
     quantiles_ms,
     redis_client_name,
+    rocketpipe_at,
     xadd,
     xreadgroup,
 )
+from rocketpipe import eventloop
 from rocketpipe.client import (
     Admin,
     ConsumeConcurrentlyContext,
@@ -292,16 +294,18 @@ def median_result(rounds: list[Result]) -> Result:
     )
 
 
-def run(args: argparse.Namespace, targets: list[str]) -> dict[str, dict[str, Any]]:
+def run(
+    args: argparse.Namespace, names: list[str], targets: dict[str, Callable[[Path, str], Any]]
+) -> dict[str, dict[str, Any]]:
     """Start the targets (each in its own temporary directory), run the rounds, stop everything."""
     runs: dict[str, dict[str, Any]] = {}
     with contextlib.ExitStack() as stack:
         handles: dict[str, Any] = {}
-        for t in targets:
+        for t in names:
             t0 = time.monotonic()
             try:
                 tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"rocketpipe-bench-{t}-")))
-                handles[t] = stack.enter_context(TARGETS[t](tmp, args.flush))
+                handles[t] = stack.enter_context(targets[t](tmp, args.flush))
             except Exception as exc:  # Unavailable, or anything else: reported, never hidden
                 runs[t] = {
                     "status": "not measured",
@@ -314,7 +318,7 @@ def run(args: argparse.Namespace, targets: list[str]) -> dict[str, dict[str, Any
             console.print(f"[dim]{t}: started in {runs[t]['startup_s']:.1f} s{where}[/dim]")
         if "redis" in handles:
             runs["redis"]["client"] = redis_client_name()
-        for t, rounds in asyncio.run(run_rounds(handles, args)).items():
+        for t, rounds in eventloop.run(run_rounds(handles, args)).items():
             runs[t]["rounds"] = rounds
             runs[t]["results"] = (
                 [median_result([rnd[i] for rnd in rounds]) for i in range(len(rounds[0]))] if rounds else []
@@ -338,8 +342,11 @@ def comparison(
     runs: dict[str, dict[str, Any]], peer: str, args: argparse.Namespace
 ) -> tuple[Table, dict[str, dict[str, Any]]]:
     """rocketpipe vs ``peer`` per scenario: median rates, median [min–max] of the per-round ratios, latencies, notes."""
-    run, name = runs[peer], {"apache": f"Apache {APACHE_VERSION}", "redis": "Redis"}[peer]
-    if peer == "apache":
+    run = runs[peer]
+    name = {"apache": f"Apache {APACHE_VERSION}", "redis": "Redis"}.get(peer, f"rocketpipe@{args.baseline}")
+    if peer == "baseline":
+        title = f"Same Python client, rocketpipe serve now vs at {args.baseline} (before/after, same run)"
+    elif peer == "apache":
         title = f"Same Python client, two brokers ({'ASYNC' if args.flush == 'async' else 'SYNC'}_FLUSH): rocketpipe serve vs Apache RocketMQ {APACHE_VERSION}"
     else:
         title = (
@@ -407,22 +414,29 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=20_000, help="messages of the untimed warm-up round (0: none)")
     ap.add_argument("--size", type=int, default=1024, help="body size in bytes")
     ap.add_argument("--flush", choices=("async", "sync"), default="async")
+    ap.add_argument(
+        "--baseline", metavar="REV", help="also run `rocketpipe serve` as of git revision REV (peer 'baseline')"
+    )
     ap.add_argument("--json", type=Path, default=Path("out/bench/produce_consume.json"))
     args = ap.parse_args()
     peers = [] if args.peers.strip() == "none" else [p.strip() for p in args.peers.split(",") if p.strip()]
-    if unknown := [p for p in peers if p not in TARGETS or p == "rocketpipe"]:
+    targets = dict(TARGETS)
+    if args.baseline:
+        targets["baseline"] = rocketpipe_at(args.baseline)
+        peers.append("baseline")
+    if unknown := [p for p in peers if p not in targets or p == "rocketpipe"]:
         ap.error(f"unknown peers {unknown}; choose among apache,redis or none")
     if args.rounds < 1 or args.messages < 1:
         ap.error("--rounds and --messages must be >= 1")
 
     load_start = os.getloadavg()
-    runs = run(args, ["rocketpipe", *peers])
+    runs = run(args, ["rocketpipe", *peers], targets)
     load_end = os.getloadavg()
     sc = plan(args.messages, "bench")
     console.print(
         f"{args.size} B bodies, {args.messages:,} messages (send ×1: {sc[0].messages:,}, ×64: {sc[1].messages:,}), {args.rounds} interleaved "
         f"rounds after a {args.warmup:,}-message warm-up; {os.cpu_count()} CPUs, load average {load_start[0]:.2f} at start / "
-        f"{load_end[0]:.2f} at end; one target busy at a time, clients in this process"
+        f"{load_end[0]:.2f} at end; one target busy at a time, clients in this process on {eventloop.loop_factory().__module__.split('.')[0]}"
     )
     if runs["rocketpipe"]["status"] != "measured":
         console.print(f"[red]rocketpipe not measured: {runs['rocketpipe']['reason']}[/red]")

@@ -24,7 +24,10 @@ background loops in one :class:`asyncio.TaskGroup`:
 
 Mirrors ``BrokerController``. The event-loop thread owns every table; only the store's
 ``flush``/``load``/``close`` and JSON file writes run in worker threads. Imports L0–L2 only
-(never ``client`` or ``namesrv``).
+(never ``client`` or ``namesrv``). What it composes sees it as a
+:class:`~rocketpipe.broker.context.BrokerContext` (the processors) or a
+:class:`~rocketpipe.broker.pop.PopHost` (POP): nothing in the package but its ``__init__`` and
+``__main__`` imports this module (``tests/unit/test_import_cycles.py``).
 """
 
 from __future__ import annotations
@@ -131,6 +134,8 @@ class Broker:
                 delete_commit_log_files_interval=config.delete_commit_log_files_interval,
                 clean_resource_interval=config.clean_resource_interval,
                 destroy_mapped_file_interval_forcibly=config.destroy_mapped_file_interval_forcibly,
+                max_transfer_count_on_message_in_memory=config.max_transfer_count_on_message_in_memory,
+                max_transfer_bytes_on_message_in_memory=config.max_transfer_bytes_on_message_in_memory,
                 message_index_enable=config.message_index_enable,
                 max_hash_slot_num=config.max_hash_slot_num,
                 max_index_num=config.max_index_num,

@@ -63,6 +63,10 @@ class BrokerConfig:
             ``flushIntervalConsumeQueue``). The SYNC_FLUSH group commit syncs the commit log only.
         mapped_file_size_commit_log: commit-log segment size in bytes, or None for the store's default.
         mapped_file_size_consume_queue: consume-queue segment size in bytes, or None.
+        max_transfer_count_on_message_in_memory: most messages one pull returns
+            (``maxTransferCountOnMessageInMemory``, 32).
+        max_transfer_bytes_on_message_in_memory: most bytes one pull returns
+            (``maxTransferBytesOnMessageInMemory``, 256 KiB).
         message_index_enable: keep the key index used by QUERY_MESSAGE (``messageIndexEnable``, true).
         max_hash_slot_num: hash slots of one key-index file (``maxHashSlotNum``, 5 000 000).
         max_index_num: entries of one key-index file (``maxIndexNum``, 20 000 000).
@@ -136,6 +140,8 @@ class BrokerConfig:
     flush_interval_consume_queue_ms: int = 1000
     mapped_file_size_commit_log: int | None = None
     mapped_file_size_consume_queue: int | None = None
+    max_transfer_count_on_message_in_memory: int = 32
+    max_transfer_bytes_on_message_in_memory: int = 256 * 1024
     message_index_enable: bool = True
     max_hash_slot_num: int = 5_000_000
     max_index_num: int = 5_000_000 * 4

@@ -63,6 +63,9 @@ PRODUCER_GROUP: Final = "demo-producer"
 TOPIC_QUEUES: Final = 8
 #: A one-message topic Spark reads while the flights are published (starts its Python workers).
 WARMUP_TOPIC: Final = "demo-warmup"
+#: the demo broker's ``maxTransferCountOnMessageInMemory`` / ``...BytesOnMessageInMemory`` (Java: 32 / 256 KiB)
+DEMO_MAX_TRANSFER_COUNT: Final = 1024
+DEMO_MAX_TRANSFER_BYTES: Final = 4 << 20
 
 
 @dataclass(slots=True)
@@ -161,7 +164,15 @@ async def _host(
 
     try:
         async with contextlib.AsyncExitStack() as stack:
-            cluster = await stack.enter_async_context(local_cluster(store_dir))
+            # Spark reads with few, large pulls: raise the broker's per-pull caps from Java's 32
+            # messages / 256 KiB (the push consumer still asks for its pullBatchSize of 32)
+            cluster = await stack.enter_async_context(
+                local_cluster(
+                    store_dir,
+                    max_transfer_count_on_message_in_memory=DEMO_MAX_TRANSFER_COUNT,
+                    max_transfer_bytes_on_message_in_memory=DEMO_MAX_TRANSFER_BYTES,
+                )
+            )
             admin = await stack.enter_async_context(Admin(cluster.namesrv_addr))
             await admin.create_topic(FLIGHTS_TOPIC, queue_nums=TOPIC_QUEUES, broker_addr=cluster.broker_addr)
             loop = asyncio.get_running_loop()

@@ -13,6 +13,8 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from ..eventloop import new_event_loop
+
 T = TypeVar("T")
 
 
@@ -24,7 +26,7 @@ class LoopThread:
     """
 
     def __init__(self, name: str = "rocketpipe-loop") -> None:
-        self._loop = asyncio.new_event_loop()
+        self._loop = new_event_loop()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def _run(self) -> None:

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
+from ..eventloop import new_event_loop
 from ..protocol.message import Message, MessageQueue
 from .admin import Admin
 from .producer.producer import Producer
@@ -38,7 +39,7 @@ class _Portal(Generic[C]):
     def _ensure(self) -> tuple[asyncio.AbstractEventLoop, C]:
         with self._lock:
             if self._loop is None:
-                loop = asyncio.new_event_loop()
+                loop = new_event_loop()
                 ready = threading.Event()
 
                 def run() -> None:

@@ -140,7 +140,10 @@ class RouteTable:
     ) -> RegisterResult | None:
         """Register (or refresh) a broker address with its topic table.
 
-        Mirrors ``RouteInfoManager.registerBroker`` (5.x).
+        Mirrors ``RouteInfoManager.registerBroker`` (5.x) and its parts: the cluster table, the
+        broker address table (:meth:`_register_broker_addr`), the topic queue table
+        (:meth:`_update_topic_queues`), the live table (:meth:`_put_live`), the filter servers,
+        and the answer (:meth:`_register_result`).
 
         Args:
             cluster_name: cluster the broker belongs to.
@@ -161,15 +164,63 @@ class RouteTable:
             registration is rejected: the first registration of a broker id that lists exactly
             one topic (Java answers ``SYSTEM_ERROR "register broker failed"``).
         """
-        names = self._clusters.setdefault(cluster_name, set())
-        names.add(broker_name)
+        self._clusters.setdefault(cluster_name, set()).add(broker_name)
+        topics = topic_config_wrapper.topic_config_table if topic_config_wrapper else {}
+        registered = self._register_broker_addr(
+            cluster_name, broker_name, broker_id, broker_addr, zone_name, enable_acting_master, len(topics)
+        )
+        if registered is None:
+            return None
+        group, register_first = registered
+        data_version = topic_config_wrapper.data_version if topic_config_wrapper is not None else DataVersion(0, 0, 0)
+        if topic_config_wrapper is not None:
+            is_old_version = enable_acting_master is None
+            self._update_topic_queues(
+                cluster_name, broker_addr, group, broker_id, topic_config_wrapper, register_first, is_old_version
+            )
+        self._put_live(
+            (cluster_name, broker_addr),
+            BrokerLiveInfo(
+                broker_name=broker_name,
+                broker_id=broker_id,
+                last_update_ms=now_ms,
+                timeout_ms=self.default_timeout_ms if timeout_ms is None else timeout_ms,
+                data_version=data_version,
+                ha_server_addr=ha_server_addr,
+                channel=channel,
+            ),
+        )
+        if filter_server_list:
+            self._filter_servers[broker_addr] = list(filter_server_list)
+        else:
+            self._filter_servers.pop(broker_addr, None)
+        return self._register_result(cluster_name, broker_id, group.broker_addrs)
 
+    def _register_broker_addr(
+        self,
+        cluster_name: str,
+        broker_name: str,
+        broker_id: int,
+        broker_addr: str,
+        zone_name: str | None,
+        enable_acting_master: bool | None,
+        topic_count: int,
+    ) -> tuple[_BrokerGroup, bool] | None:
+        """The ``brokerAddrTable`` part of ``registerBroker``: the broker group and its address.
+
+        Creates the group on first sight and sets its zone and acting-master flag; drops the
+        address from any other id (slave switched to master, or back); rejects the first
+        registration of a broker id that lists exactly ``topic_count == 1`` topic (a group
+        left without addresses is dropped).
+
+        Returns:
+            (the group, whether this is the address's first registration), or None: rejected.
+        """
         group = self._brokers.get(broker_name)
         register_first = group is None
         if group is None:
             group = _BrokerGroup(cluster=cluster_name, broker_name=broker_name)
             self._brokers[broker_name] = group
-        is_old_version = enable_acting_master is None
         group.enable_acting_master = bool(enable_acting_master)
         group.zone_name = zone_name
 
@@ -178,8 +229,7 @@ class RouteTable:
         for bid in [b for b, a in addrs.items() if a == broker_addr and b != broker_id]:
             del addrs[bid]
 
-        topics = topic_config_wrapper.topic_config_table if topic_config_wrapper else {}
-        if broker_id not in addrs and len(topics) == 1:
+        if broker_id not in addrs and topic_count == 1:
             log.warning(
                 "register rejected, single-topic first registration cluster=%s broker=%s id=%d addr=%s",
                 cluster_name,
@@ -193,46 +243,51 @@ class RouteTable:
 
         old_addr = addrs.get(broker_id)
         addrs[broker_id] = broker_addr
-        register_first = register_first or not old_addr
+        return group, register_first or not old_addr
 
+    def _update_topic_queues(
+        self,
+        cluster_name: str,
+        broker_addr: str,
+        group: _BrokerGroup,
+        broker_id: int,
+        wrapper: TopicConfigSerializeWrapper,
+        register_first: bool,
+        is_old_version: bool,
+    ) -> None:
+        """The ``topicQueueTable`` part of ``registerBroker``: queue data from the master, or from
+        a 5.x broker's smallest-id slave (its queues read-only while it acts as master).
+
+        A topic's queue data is (re)applied on the address's first registration, when its
+        DataVersion changed, or when the topic has none for the broker name yet.
+        """
         is_master = broker_id == MASTER_ID
-        is_prime_slave = not is_old_version and not is_master and broker_id == min(addrs)
-        data_version = topic_config_wrapper.data_version if topic_config_wrapper is not None else DataVersion(0, 0, 0)
-        if topic_config_wrapper is not None and (is_master or is_prime_slave):
-            changed = self.is_broker_topic_config_changed(cluster_name, broker_addr, data_version)
-            for tc in topics.values():
-                if register_first or changed or not self._has_queue(tc.topic_name, broker_name):
-                    perm = tc.perm
-                    if is_prime_slave and group.enable_acting_master:
-                        perm &= ~PERM_WRITE
-                    self._update_queue_data(broker_name, tc, perm)
+        is_prime_slave = not is_old_version and not is_master and broker_id == min(group.broker_addrs)
+        if not (is_master or is_prime_slave):
+            return
+        changed = self.is_broker_topic_config_changed(cluster_name, broker_addr, wrapper.data_version)
+        read_only = is_prime_slave and group.enable_acting_master
+        broker_name = group.broker_name
+        for tc in wrapper.topic_config_table.values():
+            if register_first or changed or not self._has_queue(tc.topic_name, broker_name):
+                self._update_queue_data(broker_name, tc, tc.perm & ~PERM_WRITE if read_only else tc.perm)
 
-        key = (cluster_name, broker_addr)
-        prev = self._live.get(key)
-        self._live[key] = BrokerLiveInfo(
-            broker_name=broker_name,
-            broker_id=broker_id,
-            last_update_ms=now_ms,
-            timeout_ms=self.default_timeout_ms if timeout_ms is None else timeout_ms,
-            data_version=data_version,
-            ha_server_addr=ha_server_addr,
-            channel=channel,
-        )
-        if prev is None:
+    def _put_live(self, key: tuple[str, str], info: BrokerLiveInfo) -> None:
+        """The ``brokerLiveTable`` part of ``registerBroker``: (cluster, address) -> ``info``."""
+        if self._live.get(key) is None:
             log.info(
                 "new broker registered cluster=%s broker=%s id=%d addr=%s ha=%s",
-                cluster_name,
-                broker_name,
-                broker_id,
-                broker_addr,
-                ha_server_addr,
+                key[0],
+                info.broker_name,
+                info.broker_id,
+                key[1],
+                info.ha_server_addr,
             )
-        if filter_server_list:
-            self._filter_servers[broker_addr] = list(filter_server_list)
-        else:
-            self._filter_servers.pop(broker_addr, None)
+        self._live[key] = info
 
-        if is_master:
+    def _register_result(self, cluster_name: str, broker_id: int, addrs: dict[int, str]) -> RegisterResult:
+        """What ``registerBroker`` answers: a slave gets its master's address and HA address."""
+        if broker_id == MASTER_ID:
             return RegisterResult()
         master_addr = addrs.get(MASTER_ID)
         if master_addr is None:

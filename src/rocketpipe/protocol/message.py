@@ -629,21 +629,62 @@ def encode_record(
 
 
 _REC_MID4 = struct.Struct(">QqQiqi")  # both hosts IPv4: born host, store ts, store host, reconsume, prepared, body len
-_HOST_CACHE: dict[int, tuple[str, str]] = {}
-
-
-def _cache_host(key: int) -> tuple[str, str]:
-    """Return (and remember) ``("ip:port", upper-hex)`` of an 8-byte IPv4 host field read as
-    one big-endian unsigned 64-bit number."""
-    raw = key.to_bytes(8, "big")
-    if len(_HOST_CACHE) >= 4096:
-        _HOST_CACHE.clear()
-    entry = _HOST_CACHE[key] = (decode_host(raw), raw.hex().upper())
-    return entry
-
-
 _REC_TAIL = struct.Struct(">iqi")  # reconsume, prepared, body len
 _MIN_RECORD = 91  # v1 magic, IPv4 hosts, empty body/topic/properties
+_V6_HOSTS = sf.BORNHOST_V6_FLAG | sf.STOREHOST_V6_FLAG
+#: Width of the TOPICLENGTH field by MAGICCODE: 1 byte (v1) or 2 bytes (v2, ``MESSAGE_MAGIC_CODE_V2``).
+_TOPIC_LEN_WIDTH: Final = {sf.MAGIC_V1: 1, sf.MAGIC_V2: 2}
+
+
+class _HostCache(dict[int, tuple[str, str]]):
+    """``("ip:port", upper-hex)`` of 8-byte IPv4 host fields, keyed by the field read as one
+    big-endian unsigned 64-bit number (a pull repeats the same hosts); at most 4096 entries."""
+
+    def __missing__(self, key: int) -> tuple[str, str]:
+        raw = key.to_bytes(8, "big")
+        if len(self) >= 4096:
+            self.clear()
+        entry = self[key] = (decode_host(raw), raw.hex().upper())
+        return entry
+
+
+_HOST_CACHE = _HostCache()
+
+
+def _decode_hosts_v6(mv: memoryview, p: int, end: int, sys_flag: int) -> tuple[str, int, str, str, int, int, int, int]:
+    """Decode BORNHOST … BODYLENGTH when a host is IPv6 (20 bytes: 16 address + 4 port).
+
+    The slow path of :func:`decode_record` (``MessageDecoder.decode`` reads each host by its
+    sysflag bit); ``p`` is the BORNHOST position, ``end`` the record's end.
+
+    Returns:
+        ``(born_host, store_timestamp, store_host, store_host_hex, reconsume_times,
+        prepared_transaction_offset, body_length, position of the body)``.
+
+    Raises:
+        ProtocolError: the host fields run past the record.
+    """
+    bw = 20 if sys_flag & sf.BORNHOST_V6_FLAG else 8
+    sw = 20 if sys_flag & sf.STOREHOST_V6_FLAG else 8
+    if p + bw + 8 + sw + 16 > end:
+        raise ProtocolError("record hosts run past the record")
+    born_host = decode_host(mv[p : p + bw])
+    p += bw
+    (store_ts,) = _I64.unpack_from(mv, p)
+    p += 8
+    store_host_bytes = bytes(mv[p : p + sw])
+    p += sw
+    reconsume, prep, blen = _REC_TAIL.unpack_from(mv, p)
+    return (
+        born_host,
+        store_ts,
+        decode_host(store_host_bytes),
+        store_host_bytes.hex().upper(),
+        reconsume,
+        prep,
+        blen,
+        p + 16,
+    )
 
 
 def decode_record(
@@ -651,8 +692,11 @@ def decode_record(
 ) -> tuple[MessageExt, int]:
     """Decode the record at ``pos``; return the message and the position after it.
 
-    Mirrors ``MessageDecoder.decode``. Every length is checked against the record's own
-    ``totalSize``; nothing is read past it.
+    Mirrors ``MessageDecoder.decode``, in its order: the fixed header (TOTALSIZE … BORNTIMESTAMP,
+    one unpack), the host section (BORNHOST … BODYLENGTH: one unpack and a host cache when both
+    hosts are IPv4, else :func:`_decode_hosts_v6`), the body, the topic, the properties. Every
+    length is checked against the record's own ``totalSize``; nothing is read past it. The
+    function runs once per message, so the steps stay inline (no call per step).
 
     Args:
         buf: buffer holding one or more records.
@@ -667,44 +711,29 @@ def decode_record(
     mv = buf if isinstance(buf, memoryview) else memoryview(buf)
     n = len(mv)
     try:
-        if pos < 0 or pos + 48 > n:
+        # fixed header, 48 bytes
+        if not 0 <= pos <= n - 48:
             raise ProtocolError("record truncated")
         total, magic, crc, queue_id, flag, qoff, poff, sys_flag, born_ts = _REC_HEAD.unpack_from(mv, pos)
         end = pos + total
-        if total < _MIN_RECORD or end > n:
+        if not _MIN_RECORD <= total <= n - pos:
             raise ProtocolError(f"record size {total} out of range")
-        if magic == sf.MAGIC_V1:
-            v2 = False
-        elif magic == sf.MAGIC_V2:
-            v2 = True
-        else:
+        tw = _TOPIC_LEN_WIDTH.get(magic)
+        if tw is None:
             raise ProtocolError(f"bad record magic {magic & 0xFFFFFFFF:#x}")
+        # hosts, store timestamp, reconsume times, prepared offset, body length
         p = pos + BORN_HOST_POS
-        if not sys_flag & (sf.BORNHOST_V6_FLAG | sf.STOREHOST_V6_FLAG):
-            # fast path: IPv4 hosts, one unpack for the middle section (40 bytes); host strings
-            # and the store host's hex come from a small cache (a pull repeats the same hosts)
+        if sys_flag & _V6_HOSTS:
+            born_host, store_ts, store_host, store_hex, reconsume, prep, blen, p = _decode_hosts_v6(
+                mv, p, end, sys_flag
+            )
+        else:  # fast path: both IPv4, one unpack of the 40-byte section
             born_key, store_ts, store_key, reconsume, prep, blen = _REC_MID4.unpack_from(mv, p)
-            born = _HOST_CACHE.get(born_key) or _cache_host(born_key)
-            store = _HOST_CACHE.get(store_key) or _cache_host(store_key)
-            born_host = born[0]
-            store_host, store_hex = store
+            born_host = _HOST_CACHE[born_key][0]
+            store_host, store_hex = _HOST_CACHE[store_key]
             p += 40
-        else:
-            bw = 20 if sys_flag & sf.BORNHOST_V6_FLAG else 8
-            sw = 20 if sys_flag & sf.STOREHOST_V6_FLAG else 8
-            if p + bw + 8 + sw + 16 > end:
-                raise ProtocolError("record hosts run past the record")
-            born_host = decode_host(mv[p : p + bw])
-            p += bw
-            (store_ts,) = _I64.unpack_from(mv, p)
-            p += 8
-            store_host_bytes = bytes(mv[p : p + sw])
-            store_host = decode_host(store_host_bytes)
-            store_hex = store_host_bytes.hex().upper()
-            p += sw
-            reconsume, prep, blen = _REC_TAIL.unpack_from(mv, p)
-            p += 16
-        if blen < 0 or p + blen + (2 if v2 else 1) > end:
+        # body
+        if not 0 <= blen <= end - p - tw:
             raise ProtocolError("record body length out of range")
         body = b""
         if read_body:
@@ -713,23 +742,22 @@ def decode_record(
                 body = decompress(body, sys_flag)
                 sys_flag &= ~sf.COMPRESSED_FLAG
         p += blen
-        if v2:
+        # topic
+        if tw == 2:
             (tlen,) = _I16.unpack_from(mv, p)
-            p += 2
         else:
             tlen = mv[p]
-            p += 1
-        if tlen < 0 or p + tlen + 2 > end:
+        p += tw
+        if not 0 <= tlen <= end - p - 2:
             raise ProtocolError("record topic length out of range")
         topic = str(mv[p : p + tlen], "utf-8")
         p += tlen
+        # properties
         (plen,) = _I16.unpack_from(mv, p)
         p += 2
-        if plen < 0 or p + plen > end:
+        if not 0 <= plen <= end - p:
             raise ProtocolError("record properties length out of range")
         props = string_to_properties(str(mv[p : p + plen], "utf-8")) if plen else {}
-    except ProtocolError:
-        raise
     except (struct.error, ValueError, IndexError, UnicodeDecodeError) as exc:
         raise ProtocolError(f"bad record: {exc}") from None
     # positional (faster): topic, body, flag, properties, queue_id, queue_offset, commit_log_offset,

@@ -28,7 +28,7 @@ Imports: numpy, pyarrow, :mod:`rocketpipe.errors`, :mod:`rocketpipe.protocol`.
 from __future__ import annotations
 
 import struct
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -201,55 +201,48 @@ def _timestamps(ms: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(_TS, len(us), [None, pa.py_buffer(us)])
 
 
-def decode_records_to_batch(
-    buf: bytes | memoryview,
-    *,
-    broker_name: str,
-    start_offset: int | None = None,
-    end_offset: int | None = None,
-) -> pa.RecordBatch:
-    """Decode concatenated commit-log records into one Arrow record batch.
+class _Fields(NamedTuple):
+    """Per-record fields and positions of a concatenation (numpy int64 arrays, one entry per
+    record; positions are byte offsets into the buffer, lengths in bytes)."""
+
+    queue_id: np.ndarray
+    queue_offset: np.ndarray
+    sys_flag: np.ndarray
+    born_ts: np.ndarray  # ms
+    store_ts: np.ndarray  # ms
+    store_host_pos: np.ndarray
+    store_v6: np.ndarray  # bool: the store host is IPv6 (20 bytes)
+    reconsume: np.ndarray
+    body_pos: np.ndarray
+    body_len: np.ndarray
+    topic_pos: np.ndarray
+    topic_len: np.ndarray
+    props_pos: np.ndarray
+    props_len: np.ndarray
+
+
+def _record_fields(a: np.ndarray, s: np.ndarray) -> _Fields:
+    """Gather every record's fields at once (``MessageDecoder.decode``'s reads, vectorised).
 
     Args:
-        buf: raw records (one or more pull bodies joined).
-        broker_name: the broker the records were pulled from (not stored in records).
-        start_offset: drop records whose queue offset is below this (inclusive start).
-        end_offset: drop records whose queue offset is at or above this (exclusive end).
-
-    Returns:
-        A batch with :data:`ARROW_SCHEMA`, rows in buffer order.
+        a: the buffer as uint8.
+        s: record start positions (int64).
 
     Raises:
-        ProtocolError: a record is malformed (bad size, magic or lengths), or a compressed body
-            cannot be decompressed.
+        ProtocolError: a bad magic code, or a body/topic/properties length running past its record.
     """
-    if not isinstance(buf, bytes):
-        buf = bytes(buf)
-    mv = memoryview(buf)
-    starts_list = record_starts(buf)
-    n = len(starts_list)
-    if n == 0:
-        return pa.RecordBatch.from_pylist([], schema=ARROW_SCHEMA)
-    a = np.frombuffer(buf, dtype=np.uint8)
-    abuf = pa.py_buffer(buf)
-    s = np.asarray(starts_list, dtype=np.int64)
     total = _gather(a, s, _R4, ">i4")
     magic = _gather(a, s + 4, _R4, ">i4")
     is_v2 = magic == sf.MAGIC_V2
     if not np.all(is_v2 | (magic == sf.MAGIC_V1)):
         bad = int(magic[~(is_v2 | (magic == sf.MAGIC_V1))][0])
         raise ProtocolError(f"bad record magic {bad & 0xFFFFFFFF:#x}")
-    queue_id = _gather(a, s + 12, _R4, ">i4")
-    queue_offset = _gather(a, s + 20, _R8, ">i8")
     sys_flag = _gather(a, s + 36, _R4, ">i4")
-    born_ts = _gather(a, s + 40, _R8, ">i8")
     born_w = np.where(sys_flag & sf.BORNHOST_V6_FLAG, 20, 8)
     store_ts_pos = s + 48 + born_w
-    store_ts = _gather(a, store_ts_pos, _R8, ">i8")
     store_host_pos = store_ts_pos + 8
     store_v6 = (sys_flag & sf.STOREHOST_V6_FLAG) != 0
     reconsume_pos = store_host_pos + np.where(store_v6, 20, 8)
-    reconsume = _gather(a, reconsume_pos, _R4, ">i4")
     body_len = _gather(a, reconsume_pos + 12, _R4, ">i4")
     body_pos = reconsume_pos + 16
     end = s + total
@@ -268,56 +261,137 @@ def decode_records_to_batch(
     props_pos = props_len_pos + 2
     if np.any(props_len < 0) or np.any(props_pos + props_len > end):
         raise ProtocolError("record properties length out of range")
+    return _Fields(
+        queue_id=_gather(a, s + 12, _R4, ">i4"),
+        queue_offset=_gather(a, s + 20, _R8, ">i8"),
+        sys_flag=sys_flag,
+        born_ts=_gather(a, s + 40, _R8, ">i8"),
+        store_ts=_gather(a, store_ts_pos, _R8, ">i8"),
+        store_host_pos=store_host_pos,
+        store_v6=store_v6,
+        reconsume=_gather(a, reconsume_pos, _R4, ">i4"),
+        body_pos=body_pos,
+        body_len=body_len,
+        topic_pos=topic_pos,
+        topic_len=topic_len,
+        props_pos=props_pos,
+        props_len=props_len,
+    )
 
-    compressed = (sys_flag & sf.COMPRESSED_FLAG) != 0
-    if compressed.any():
-        bodies: list[bytes] = []
-        for p, ln, flag in zip(body_pos.tolist(), body_len.tolist(), sys_flag.tolist(), strict=False):
-            chunk = mv[p : p + ln]
-            bodies.append(decompress(chunk, flag) if flag & sf.COMPRESSED_FLAG else bytes(chunk))
-        body = pa.array(bodies, pa.binary())
-    else:
-        body = _var_array(a, abuf, body_pos, body_len, pa.binary_view(), pa.binary())
-    topic = _var_array(a, abuf, topic_pos, topic_len, pa.string_view(), pa.string())
-    props = _var_array(a, abuf, props_pos, props_len, pa.string_view(), pa.string())
+
+def _bodies(a: np.ndarray, abuf: pa.Buffer, mv: memoryview, f: _Fields) -> pa.Array:
+    """The ``body`` column: views into the buffer, or one by one when some body is compressed.
+
+    Raises:
+        ProtocolError: a compressed body cannot be decompressed.
+    """
+    compressed = (f.sys_flag & sf.COMPRESSED_FLAG) != 0
+    if not compressed.any():
+        return _var_array(a, abuf, f.body_pos, f.body_len, pa.binary_view(), pa.binary())
+    bodies: list[bytes] = []
+    for p, ln, flag in zip(f.body_pos.tolist(), f.body_len.tolist(), f.sys_flag.tolist(), strict=False):
+        chunk = mv[p : p + ln]
+        bodies.append(decompress(chunk, flag) if flag & sf.COMPRESSED_FLAG else bytes(chunk))
+    return pa.array(bodies, pa.binary())
+
+
+def _text_columns(a: np.ndarray, abuf: pa.Buffer, f: _Fields) -> tuple[pa.StringArray, pa.StringArray]:
+    """The topic and properties-string columns (UTF-8 checked).
+
+    Raises:
+        ProtocolError: a topic or properties string is not valid UTF-8.
+    """
+    topic = _var_array(a, abuf, f.topic_pos, f.topic_len, pa.string_view(), pa.string())
+    props = _var_array(a, abuf, f.props_pos, f.props_len, pa.string_view(), pa.string())
     try:
         topic.validate(full=True)
         props.validate(full=True)
     except pa.ArrowInvalid as exc:
         raise ProtocolError(f"record topic or properties are not UTF-8: {exc}") from None
-    props_map, tags, keys, uniq = _properties(props)
+    return topic, props
+
+
+def _msg_ids(a: np.ndarray, s: np.ndarray, uniq: pa.StringArray, f: _Fields) -> pa.StringArray:
+    """The ``msg_id`` column: ``UNIQ_KEY``, else the offsetMsgId (``MessageClientExt.getMsgId``)."""
     missing = np.flatnonzero(np.asarray(uniq.is_null()))
     if len(missing) == 0:
-        msg_id = uniq
-    elif len(missing) == n:
-        msg_id = _offset_msg_ids(a, s, store_host_pos, store_v6)
-    else:
-        offset_ids = _offset_msg_ids(a, s[missing], store_host_pos[missing], store_v6[missing])
-        spread = np.full(n, -1, dtype=np.int64)
-        spread[missing] = np.arange(len(missing))
-        msg_id = pc.coalesce(uniq, offset_ids.take(pa.array(spread, mask=spread < 0)))
+        return uniq
+    if len(missing) == len(s):
+        return _offset_msg_ids(a, s, f.store_host_pos, f.store_v6)
+    offset_ids = _offset_msg_ids(a, s[missing], f.store_host_pos[missing], f.store_v6[missing])
+    spread = np.full(len(s), -1, dtype=np.int64)
+    spread[missing] = np.arange(len(missing))
+    merged: pa.StringArray = pc.coalesce(uniq, offset_ids.take(pa.array(spread, mask=spread < 0)))
+    return merged
 
+
+def _keep_range(
+    batch: pa.RecordBatch, queue_offset: np.ndarray, start_offset: int | None, end_offset: int | None
+) -> pa.RecordBatch:
+    """Drop the rows whose queue offset lies outside ``[start_offset, end_offset)`` (None = open)."""
+    if start_offset is None and end_offset is None:
+        return batch
+    lo = start_offset if start_offset is not None else np.iinfo(np.int64).min
+    hi = end_offset if end_offset is not None else np.iinfo(np.int64).max
+    keep = (queue_offset >= lo) & (queue_offset < hi)
+    return batch if keep.all() else batch.filter(pa.array(keep))
+
+
+def decode_records_to_batch(
+    buf: bytes | memoryview,
+    *,
+    broker_name: str,
+    start_offset: int | None = None,
+    end_offset: int | None = None,
+) -> pa.RecordBatch:
+    """Decode concatenated commit-log records into one Arrow record batch.
+
+    The steps of the module docstring, each once per buffer: :func:`record_starts`,
+    :func:`_record_fields` (fixed-width fields and positions), :func:`_bodies` and
+    :func:`_text_columns` (variable-width columns), :func:`_properties` and :func:`_msg_ids`,
+    then :func:`_keep_range`.
+
+    Args:
+        buf: raw records (one or more pull bodies joined).
+        broker_name: the broker the records were pulled from (not stored in records).
+        start_offset: drop records whose queue offset is below this (inclusive start).
+        end_offset: drop records whose queue offset is at or above this (exclusive end).
+
+    Returns:
+        A batch with :data:`ARROW_SCHEMA`, rows in buffer order.
+
+    Raises:
+        ProtocolError: a record is malformed (bad size, magic or lengths), or a compressed body
+            cannot be decompressed.
+    """
+    if not isinstance(buf, bytes):
+        buf = bytes(buf)
+    starts_list = record_starts(buf)
+    n = len(starts_list)
+    if n == 0:
+        return pa.RecordBatch.from_pylist([], schema=ARROW_SCHEMA)
+    a = np.frombuffer(buf, dtype=np.uint8)
+    abuf = pa.py_buffer(buf)
+    s = np.asarray(starts_list, dtype=np.int64)
+    f = _record_fields(a, s)
+    body = _bodies(a, abuf, memoryview(buf), f)
+    topic, props = _text_columns(a, abuf, f)
+    props_map, tags, keys, uniq = _properties(props)
     batch = pa.RecordBatch.from_arrays(
         [
             topic,
             pa.repeat(pa.scalar(broker_name, pa.string()), n),
-            pa.array(queue_id.astype(np.int32), pa.int32()),
-            pa.array(queue_offset, pa.int64()),
-            msg_id,
+            pa.array(f.queue_id.astype(np.int32), pa.int32()),
+            pa.array(f.queue_offset, pa.int64()),
+            _msg_ids(a, s, uniq, f),
             tags,
             keys,
             body,
-            _timestamps(born_ts),
-            _timestamps(store_ts),
-            pa.array(reconsume.astype(np.int32), pa.int32()),
+            _timestamps(f.born_ts),
+            _timestamps(f.store_ts),
+            pa.array(f.reconsume.astype(np.int32), pa.int32()),
             props_map,
         ],
         schema=ARROW_SCHEMA,
     )
-    if start_offset is not None or end_offset is not None:
-        lo = start_offset if start_offset is not None else np.iinfo(np.int64).min
-        hi = end_offset if end_offset is not None else np.iinfo(np.int64).max
-        keep = (queue_offset >= lo) & (queue_offset < hi)
-        if not keep.all():
-            batch = batch.filter(pa.array(keep))
-    return batch
+    return _keep_range(batch, f.queue_offset, start_offset, end_offset)

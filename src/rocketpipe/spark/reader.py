@@ -196,6 +196,131 @@ class _Puller:
         return fut
 
 
+class _RangeRead:
+    """State of one :func:`read_range` call: the pull window, the cursor and undecoded bodies.
+
+    Offsets are queue offsets (messages). ``cursor``: every message below it is read or
+    reported lost; ``next_issue``: where the next new pull starts; ``inflight``: ``(offset,
+    count, future)`` of the pulls issued, oldest first; ``pending``: pull bodies not decoded yet
+    (``pending_rows`` messages, ``pending_bytes`` bytes).
+    """
+
+    def __init__(self, rng: QueueRange, spec: ClientSpec, puller: _Puller) -> None:
+        self.rng = rng
+        self.spec = spec
+        self.puller = puller
+        self.mq = rng.message_queue
+        self.inflight: deque[tuple[int, int, Future[Any]]] = deque()
+        self.step = min(spec.pull_batch_size, rng.size)
+        self.learned = False  # step = what the broker returns per pull
+        self.next_issue = self.cursor = rng.start
+        self.pending: list[bytes] = []
+        self.pending_rows = self.pending_bytes = 0
+        self.empty_pulls = 0
+
+    def push_front(self, off: int, n: int) -> None:
+        """Pull ``[off, off + n)`` next (a remainder of the window just answered)."""
+        self.inflight.appendleft((off, n, self.puller.submit(self.mq, off, n)))
+
+    def fill(self) -> None:
+        """Issue new pulls up to the concurrency (one until the step is learned) and the range end."""
+        limit = self.puller.concurrency if self.learned else 1
+        end = self.rng.end
+        self.next_issue = max(self.next_issue, self.cursor)
+        while len(self.inflight) < limit and self.next_issue < end:
+            n = min(self.step, end - self.next_issue)
+            self.inflight.append((self.next_issue, n, self.puller.submit(self.mq, self.next_issue, n)))
+            self.next_issue += n
+
+    def behind(self, off: int, n: int) -> None:
+        """A pull of ``[off, off + n)`` answered with ``off`` below the cursor (data loss skipped
+        over it): drop it, or re-pull the part at and above the cursor."""
+        if off + n <= self.cursor:
+            self.fill()
+        else:
+            self.push_front(self.cursor, off + n - self.cursor)
+
+    def on_result(self, off: int, n: int, res: Any) -> bool:
+        """Handle the answer to the pull of ``[off, off + n)`` (``off`` = cursor); True = stop.
+
+        Raises:
+            DataLossError: see :func:`_lost`.
+            ProtocolError: the broker makes no progress.
+        """
+        status = getattr(res.status, "name", str(res.status))
+        if status == "FOUND" and res.body:
+            self._found(off, n, res)
+            return False
+        if status == "OFFSET_ILLEGAL":
+            return self._offset_illegal(off, n, res)
+        return self._nothing_found(off, n, res, status)  # NO_NEW_MSG, NO_MATCHED_MSG, or FOUND with an empty body
+
+    def _found(self, off: int, n: int, res: Any) -> None:
+        """Keep a FOUND body; learn the step; re-pull the rest of a short answer."""
+        rng = self.rng
+        self.empty_pulls = 0
+        (first,) = _QUEUE_OFFSET.unpack_from(res.body, 20)
+        if first > off:
+            _lost(self.spec, rng, off, min(first, rng.end), f"the broker returned offset {first} first")
+        nxt = min(int(res.next_begin_offset), off + n)
+        if nxt <= off:
+            raise ProtocolError(f"pull of {self.mq} at {off} made no progress (next offset {res.next_begin_offset})")
+        self.step = max(self.step, nxt - off) if self.learned else max(1, nxt - off)
+        self.learned = True
+        self.pending.append(res.body)
+        self.pending_rows += nxt - off
+        self.pending_bytes += len(res.body)
+        self.cursor = nxt
+        if nxt < off + n:
+            self.push_front(nxt, off + n - nxt)
+
+    def _offset_illegal(self, off: int, n: int, res: Any) -> bool:
+        """OFFSET_ILLEGAL: skip what fell below the queue's min offset; stop past its max."""
+        rng = self.rng
+        lo_q, hi_q = int(res.min_offset), int(res.max_offset)
+        if off < lo_q:
+            self.cursor = min(lo_q, rng.end)
+            _lost(self.spec, rng, off, self.cursor, f"the queue's min offset is now {lo_q}")
+            if self.cursor < off + n:
+                self.push_front(self.cursor, off + n - self.cursor)
+            return False
+        if off >= hi_q:
+            _lost(self.spec, rng, off, rng.end, f"the queue's max offset is now {hi_q}")
+            return True
+        raise ProtocolError(f"broker rejected offset {off} of {self.mq} within [{lo_q}, {hi_q})")
+
+    def _nothing_found(self, off: int, n: int, res: Any, status: str) -> bool:
+        """No messages: stop at the queue head, move past filtered-out entries, or retry."""
+        nxt, hi_q = int(res.next_begin_offset), int(res.max_offset)
+        if status == "NO_NEW_MSG" and off >= hi_q:
+            _lost(self.spec, self.rng, off, self.rng.end, f"the queue's max offset is now {hi_q}")
+            return True
+        if off < nxt < off + n:
+            self.cursor = nxt
+            self.push_front(nxt, off + n - nxt)
+        elif nxt >= off + n:
+            self.cursor = off + n
+        else:
+            self.empty_pulls += 1
+            if self.empty_pulls > MAX_EMPTY_PULLS:
+                raise ProtocolError(f"pull of {self.mq} at {off} keeps answering {status} below max offset {hi_q}")
+            self.push_front(off, n)
+        return False
+
+    def batch_due(self) -> bool:
+        """The pending bodies reach :data:`BATCH_TARGET_ROWS` or :data:`BATCH_TARGET_BYTES`."""
+        return self.pending_rows >= BATCH_TARGET_ROWS or self.pending_bytes >= BATCH_TARGET_BYTES
+
+    def take_batch(self) -> pa.RecordBatch:
+        """Decode the pending bodies into one batch of the range's rows and start anew."""
+        rng = self.rng
+        batch = decode_records_to_batch(
+            b"".join(self.pending), broker_name=rng.broker_name, start_offset=rng.start, end_offset=rng.end
+        )
+        self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
+        return batch
+
+
 def read_range(
     admin: AdminClient, rng: QueueRange, spec: ClientSpec, puller: _Puller | None = None
 ) -> Iterator[pa.RecordBatch]:
@@ -204,7 +329,7 @@ def read_range(
     Up to ``pull_concurrency`` pulls are kept in flight: the first pull learns how many messages
     the broker returns per pull (brokers cap it), then windows of that size are requested ahead;
     a short answer makes its remainder the next request. Stops at ``rng.end`` even when the
-    queue holds more messages.
+    queue holds more messages. The per-answer decisions are :class:`_RangeRead`'s.
 
     Raises:
         DataLossError: messages of the range are gone and ``failOnDataLoss`` is true.
@@ -213,94 +338,23 @@ def read_range(
     """
     if rng.start >= rng.end:
         return
-    puller = puller or _Puller(admin, spec, None)
-    mq = rng.message_queue
-    inflight: deque[tuple[int, int, Future[Any]]] = deque()
-    step = min(spec.pull_batch_size, rng.size)
-    learned = False
-    next_issue = cursor = rng.start
-    pending: list[bytes] = []
-    pending_rows = pending_bytes = 0
-    empty_pulls = 0
-
-    def push_front(off: int, n: int) -> None:
-        inflight.appendleft((off, n, puller.submit(mq, off, n)))
-
-    def fill() -> None:
-        nonlocal next_issue
-        limit = puller.concurrency if learned else 1
-        next_issue = max(next_issue, cursor)
-        while len(inflight) < limit and next_issue < rng.end:
-            n = min(step, rng.end - next_issue)
-            inflight.append((next_issue, n, puller.submit(mq, next_issue, n)))
-            next_issue += n
-
-    fill()
-    while inflight:
-        off, n, fut = inflight.popleft()
+    r = _RangeRead(rng, spec, puller or _Puller(admin, spec, None))
+    r.fill()
+    while r.inflight:
+        off, n, fut = r.inflight.popleft()
         res = fut.result()
-        if off + n <= cursor:  # skipped over (data loss with failOnDataLoss=false)
-            fill()
+        if off < r.cursor:  # skipped over (data loss with failOnDataLoss=false)
+            r.behind(off, n)
             continue
-        if off < cursor:
-            push_front(cursor, off + n - cursor)
-            continue
-        status = getattr(res.status, "name", str(res.status))
-        if status == "FOUND" and res.body:
-            empty_pulls = 0
-            (first,) = _QUEUE_OFFSET.unpack_from(res.body, 20)
-            if first > off:
-                _lost(spec, rng, off, min(first, rng.end), f"the broker returned offset {first} first")
-            nxt = min(int(res.next_begin_offset), off + n)
-            if nxt <= off:
-                raise ProtocolError(f"pull of {mq} at {off} made no progress (next offset {res.next_begin_offset})")
-            step = max(1, nxt - off) if not learned else max(step, nxt - off)
-            learned = True
-            pending.append(res.body)
-            pending_rows += nxt - off
-            pending_bytes += len(res.body)
-            cursor = nxt
-            if nxt < off + n:
-                push_front(nxt, off + n - nxt)
-            if pending_rows >= BATCH_TARGET_ROWS or pending_bytes >= BATCH_TARGET_BYTES:
-                yield decode_records_to_batch(
-                    b"".join(pending), broker_name=rng.broker_name, start_offset=rng.start, end_offset=rng.end
-                )
-                pending, pending_rows, pending_bytes = [], 0, 0
-        elif status == "OFFSET_ILLEGAL":
-            lo_q, hi_q = int(res.min_offset), int(res.max_offset)
-            if off < lo_q:
-                cursor = min(lo_q, rng.end)
-                _lost(spec, rng, off, cursor, f"the queue's min offset is now {lo_q}")
-                if cursor < off + n:
-                    push_front(cursor, off + n - cursor)
-            elif off >= hi_q:
-                _lost(spec, rng, off, rng.end, f"the queue's max offset is now {hi_q}")
-                break
-            else:
-                raise ProtocolError(f"broker rejected offset {off} of {mq} within [{lo_q}, {hi_q})")
-        else:  # NO_NEW_MSG, NO_MATCHED_MSG, or FOUND with an empty body
-            nxt, hi_q = int(res.next_begin_offset), int(res.max_offset)
-            if status == "NO_NEW_MSG" and off >= hi_q:
-                _lost(spec, rng, off, rng.end, f"the queue's max offset is now {hi_q}")
-                break
-            if off < nxt < off + n:
-                cursor = nxt
-                push_front(nxt, off + n - nxt)
-            elif nxt >= off + n:
-                cursor = off + n
-            else:
-                empty_pulls += 1
-                if empty_pulls > MAX_EMPTY_PULLS:
-                    raise ProtocolError(f"pull of {mq} at {off} keeps answering {status} below max offset {hi_q}")
-                push_front(off, n)
-        fill()
-    for _, _, fut in inflight:
+        if r.on_result(off, n, res):
+            break
+        if r.batch_due():
+            yield r.take_batch()
+        r.fill()
+    for _, _, fut in r.inflight:
         fut.cancel()
-    if pending:
-        yield decode_records_to_batch(
-            b"".join(pending), broker_name=rng.broker_name, start_offset=rng.start, end_offset=rng.end
-        )
+    if r.pending:
+        yield r.take_batch()
 
 
 def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -305,6 +305,72 @@ class _LoopThread:
 _Key = str | tuple[str, str | None, int]
 
 
+def _row_values(
+    plan: ColumnPlan, topic_option: str | None, n: int, columns: Sequence[Sequence[Any] | None]
+) -> tuple[Sequence[Any], ...]:
+    """The columns one chunk's rows are read from (once per chunk), ``n`` values each.
+
+    Args:
+        plan: column positions.
+        topic_option: the ``topic`` option; it overrides a ``topic`` column (Kafka sink rule).
+        n: rows in the chunk.
+        columns: the chunk's columns (Python values; unused ones may be None).
+
+    Returns:
+        ``(body, topic, properties, tags, keys, queue_id, broker_name)``; an absent column is
+        all nulls, ``array<string>`` keys come joined by a space (null/empty elements dropped;
+        an empty result as ""); bodies and topics may still be null or empty.
+    """
+    nulls = [None] * n
+
+    def col(i: int | None) -> Sequence[Any]:
+        values = None if i is None else columns[i]
+        return nulls if values is None else values
+
+    keys = col(plan.keys)
+    if plan.keys_is_array:
+        keys = [" ".join([k for k in key if k]) if key else None for key in keys]
+    return (
+        col(plan.body),
+        [topic_option] * n if topic_option is not None else col(plan.topic),
+        col(plan.properties),
+        col(plan.tags),
+        keys,
+        col(plan.queue_id),
+        col(plan.broker_name),
+    )
+
+
+def _add_user_properties(props: dict[str, str], entries: Any, row: int) -> int:
+    """Copy one row's ``properties`` map into ``props``; return their encoded size, bytes.
+
+    Null values and RocketMQ system names are dropped; each kept pair adds its UTF-8 name and
+    value plus two separators (``\\x01``, ``\\x02``) to the batch entry.
+
+    Args:
+        props: the message's properties (filled here).
+        entries: a dict, or ``(name, value)`` pairs (Arrow's map values).
+        row: the row's index in the task (for the error message).
+
+    Raises:
+        SinkDataError: a blank name or value, or one containing ``\\x01``/``\\x02``.
+    """
+    size = 0
+    system = SYSTEM_PROPERTY_NAMES
+    for k, v in entries.items() if isinstance(entries, dict) else entries:
+        if v is None or k in system:
+            continue
+        kv = k + v
+        if "\x01" in kv or "\x02" in kv or not k.strip() or not v.strip():
+            raise SinkDataError(
+                f"row {row}: property {k!r}={v!r} is blank or contains \\x01/\\x02; "
+                "RocketMQ property names and values must be non-blank text without those separators"
+            )
+        props[k] = v
+        size += (len(kv) if kv.isascii() else len(kv.encode())) + 2
+    return size
+
+
 class PartitionSender:
     """Turns one task's rows into batched sends; not thread-safe (the task's thread only).
 
@@ -346,6 +412,13 @@ class PartitionSender:
     def add_columns(self, n: int, columns: Sequence[Sequence[Any] | None]) -> None:
         """Convert ``n`` rows given column-wise (Python values) and queue their sends.
 
+        Per chunk, :func:`_row_values` picks the used columns (absent ones as all nulls, array
+        keys joined); per row, the body, topic and properties (:func:`_add_user_properties`
+        for a non-empty ``properties`` map) become a :class:`Message` whose encoded batch-entry
+        size (bytes) decides where it goes: the open batch of its destination, or
+        :meth:`_add` (a new batch, or a message too big for one). Rows are handled in order, so
+        a bad row fails after the rows before it were queued.
+
         Blocks while ``maxInFlight`` requests are outstanding.
 
         Raises:
@@ -353,22 +426,15 @@ class PartitionSender:
                 queue the topic does not have.
             SinkError: an earlier send failed.
         """
-        plan, opts = self._plan, self._opts
-        bodies = columns[plan.body]
-        assert bodies is not None
-        fixed_topic = opts.topic
-        topics = columns[plan.topic] if plan.topic is not None and fixed_topic is None else None
-        tags = columns[plan.tags] if plan.tags is not None else None
-        keys = columns[plan.keys] if plan.keys is not None else None
-        keys_is_array = plan.keys_is_array
-        props_col = columns[plan.properties] if plan.properties is not None else None
-        queue_col = columns[plan.queue_id] if plan.queue_id is not None else None
-        broker_col = columns[plan.broker_name] if plan.broker_name is not None else None
         prefix = self._prefix
-        system = SYSTEM_PROPERTY_NAMES
-        base = self._rows
-        batch_bytes, batch_size = opts.batch_bytes, opts.batch_size
+        batch_bytes, batch_size = self._opts.batch_bytes, self._opts.batch_size
         pending = self._pending
+        bodies, topics, props_col, tags, keys, queue_col, broker_col = _row_values(
+            self._plan, self._opts.topic, n, columns
+        )
+        base = self._rows
+        # encoded batch entry: fixed part + body + properties (+ WAIT and UNIQ_KEY, 52 bytes)
+        entry_base = BATCH_ENTRY_OVERHEAD + 52
         for i in range(n):
             body = bodies[i]
             if not body:
@@ -376,51 +442,32 @@ class PartitionSender:
                     f"row {base + i} of partition {self.stats.partition_id}: body is null or empty; RocketMQ messages "
                     "need a non-empty body — filter such rows out first (body IS NOT NULL AND length(body) > 0)"
                 )
-            if type(body) is str:
-                body = body.encode()
-            elif type(body) is not bytes:
-                body = bytes(body)
-            topic = fixed_topic if topics is None else topics[i]
+            if type(body) is not bytes:
+                body = body.encode() if type(body) is str else bytes(body)
+            topic = topics[i]
             if not topic:
                 raise SinkDataError(
                     f"row {base + i} of partition {self.stats.partition_id}: topic column is null and there is no "
                     "topic option; fill the column or pass .option('topic', ...)"
                 )
             props: dict[str, str] = {}
-            # encoded batch entry: fixed part + body + properties (+ WAIT and UNIQ_KEY, 52 bytes)
-            size = BATCH_ENTRY_OVERHEAD + 52 + len(body)
-            if props_col is not None:
-                entries = props_col[i]
-                if entries:
-                    for k, v in entries.items() if isinstance(entries, dict) else entries:
-                        if v is None or k in system:
-                            continue
-                        if not k.strip() or not v.strip() or "\x01" in k or "\x02" in k or "\x01" in v or "\x02" in v:
-                            raise SinkDataError(
-                                f"row {base + i}: property {k!r}={v!r} is blank or contains \\x01/\\x02; "
-                                "RocketMQ property names and values must be non-blank text without those separators"
-                            )
-                        props[k] = v
-                        kv = k + v
-                        size += (len(kv) if kv.isascii() else len(kv.encode())) + 2
-            if tags is not None:
-                tag = tags[i]
-                if tag:
-                    props[PROPERTY_TAGS] = tag
-                    size += (len(tag) if tag.isascii() else len(tag.encode())) + 6
-            if keys is not None:
-                key = keys[i]
-                if key:
-                    if keys_is_array:
-                        key = " ".join([k for k in key if k])
-                    if key:
-                        props[PROPERTY_KEYS] = key
-                        size += (len(key) if key.isascii() else len(key.encode())) + 6
+            size = entry_base + len(body)
+            entries = props_col[i]
+            if entries:
+                size += _add_user_properties(props, entries, base + i)
+            tag = tags[i]
+            if tag:
+                props[PROPERTY_TAGS] = tag
+                size += (len(tag) if tag.isascii() else len(tag.encode())) + 6
+            key = keys[i]
+            if key:
+                props[PROPERTY_KEYS] = key
+                size += (len(key) if key.isascii() else len(key.encode())) + 6
             props[PROPERTY_WAIT_STORE_MSG_OK] = "true"
             if prefix is not None:
                 props[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = f"{prefix}{base + i:012X}"
-            qid = queue_col[i] if queue_col is not None else None
-            dest: _Key = topic if qid is None else (topic, broker_col[i] if broker_col is not None else None, int(qid))
+            qid = queue_col[i]
+            dest: _Key = topic if qid is None else (topic, broker_col[i], int(qid))
             msg = Message(topic, body, 0, props)
             group = pending.get(dest)
             if size > batch_bytes or group is None or group[1][0] + size > batch_bytes:

@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Final
 
@@ -385,7 +385,24 @@ class MessageStore:
         """Append one message (``DefaultMessageStore.putMessage``); see :meth:`put_messages`."""
         return self.put_messages([msg])
 
-    def _check(self, msgs: list[MessageInner]) -> PutStatus | None:
+    def _put_refusal(self, msgs: list[MessageInner]) -> PutStatus | None:
+        """Why a put is refused before any work (``DefaultMessageStore.checkStoreStatus`` +
+        ``checkMessage``); None = go on.
+
+        SERVICE_NOT_AVAILABLE: not loaded, closed, or the disk is full. MESSAGE_ILLEGAL: a topic
+        that is empty, over 127 bytes (255 for retry/DLQ topics) or not a safe directory name, or
+        a body over ``max_message_size``.
+
+        Raises:
+            InvalidArgumentError: empty list, or messages for different queues.
+        """
+        if not self._loaded or self._closed:
+            return PutStatus.SERVICE_NOT_AVAILABLE
+        if self._disk_full:
+            self._disk_full_warn.warning(
+                "put-refused", "put refused: the store's disk is full (root=%s)", self.config.root_dir
+            )
+            return PutStatus.SERVICE_NOT_AVAILABLE
         if not msgs:
             raise InvalidArgumentError("put_messages needs at least one message")
         topic, qid = msgs[0].topic, msgs[0].queue_id
@@ -398,12 +415,22 @@ class MessageStore:
             return PutStatus.MESSAGE_ILLEGAL
         if topic in (".", "..") or "/" in topic or "\x00" in topic or "\\" in topic:
             return PutStatus.MESSAGE_ILLEGAL  # would escape consumequeue/<topic>/
+        max_size = self.config.max_message_size
         for m in msgs:
             if m.topic != topic or m.queue_id != qid:
                 raise InvalidArgumentError("all messages of one put_messages call must share topic and queue_id")
-            if len(m.body) > self.config.max_message_size:
+            if len(m.body) > max_size:
                 return PutStatus.MESSAGE_ILLEGAL
         return None
+
+    def _new_id_prefix(self, store_host: str) -> str | None:
+        """Hex of ``store_host``'s address bytes, the offsetMsgId prefix (memoised); None = bad host."""
+        try:
+            prefix = create_offset_msg_id(store_host, 0)[:-16]
+        except InvalidArgumentError:
+            return None
+        self._id_prefixes[store_host] = prefix
+        return prefix
 
     def put_messages(self, msgs: list[MessageInner]) -> PutResult:
         """Append a batch to one queue in one write (``putMessages``); offsets are consecutive.
@@ -413,6 +440,11 @@ class MessageStore:
         segment as a whole when it does not fit), then appends the consume-queue entries. No
         fsync happens here; see :meth:`flush`. Prepared/rollback transaction records get queue
         offset 0 and no consume-queue entry.
+
+        The steps follow ``CommitLog.asyncPutMessages``: refuse (:meth:`_put_refusal`), encode
+        (:func:`_encode_batch`, ``MessageExtEncoder``), append (``CommitLog.append``, Java's
+        ``doAppend``), dispatch (:meth:`_dispatch`: consume-queue entries, key index,
+        offsetMsgIds). Each step runs once per batch; its loop over the messages is inside it.
 
         Args:
             msgs: messages of one topic and queue id.
@@ -428,88 +460,35 @@ class MessageStore:
             OSError: a consume-queue file cannot be created (the record is in the commit log and
                 is re-indexed by the next abnormal recovery).
         """
-        if not self._loaded or self._closed:
-            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE)
-        if self._disk_full:
-            self._disk_full_warn.warning(
-                "put-refused", "put refused: the store's disk is full (root=%s)", self.config.root_dir
-            )
-            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE)
-        bad = self._check(msgs)
-        if bad is not None:
-            return PutResult(bad)
+        refused = self._put_refusal(msgs)
+        if refused is not None:
+            return PutResult(refused)
         first = msgs[0]
         topic, qid = first.topic, first.queue_id
-        tags: list[int | None] = [self._put_tags_code(m) for m in msgs]
-        seg_size = self.commit_log.segment_size
-        prefix = self._id_prefixes.get(first.store_host)
+        tags_code = self._put_tags_code
+        tags: list[int | None] = [tags_code(m) for m in msgs]
+        prefix = self._id_prefixes.get(first.store_host) or self._new_id_prefix(first.store_host)
         if prefix is None:
-            try:
-                prefix = create_offset_msg_id(first.store_host, 0)[:-16]
-            except InvalidArgumentError:
-                return PutResult(PutStatus.MESSAGE_ILLEGAL)
-            self._id_prefixes[first.store_host] = prefix
+            return PutResult(PutStatus.MESSAGE_ILLEGAL)
         with self._lock:
             if self._closed:
                 return PutResult(PutStatus.SERVICE_NOT_AVAILABLE)
             now = self.clock.now_ms()
             cq = self._queue(topic, qid) or self._new_queue(topic, qid)
-            qo = first_qo = cq.max_offset
-            pos = base = self.commit_log.write_offset
-            records: list[bytes] = []
-            dispatched: list[bool] = []
+            first_qo = cq.max_offset
+            base = self.commit_log.write_offset
             try:
-                for m in msgs:
-                    txn = m.sys_flag & sf.TRANSACTION_TYPE_MASK
-                    dispatch = txn != sf.TRANSACTION_PREPARED_TYPE and txn != sf.TRANSACTION_ROLLBACK_TYPE
-                    rec = encode_record(
-                        topic=topic,
-                        body=m.body,
-                        properties=m.properties,
-                        queue_id=qid,
-                        flag=m.flag,
-                        queue_offset=qo if dispatch else 0,
-                        physical_offset=pos,
-                        sys_flag=m.sys_flag,
-                        born_timestamp=m.born_timestamp,
-                        born_host=m.born_host,
-                        store_timestamp=now,
-                        store_host=m.store_host,
-                        reconsume_times=m.reconsume_times,
-                        prepared_transaction_offset=m.prepared_transaction_offset,
-                    )
-                    records.append(rec)
-                    dispatched.append(dispatch)
-                    pos += len(rec)
-                    if dispatch:
-                        qo += 1
+                records, dispatched, qo, total = _encode_batch(msgs, topic, qid, first_qo, base, now)
             except InvalidArgumentError as exc:
-                status = PutStatus.PROPERTIES_SIZE_EXCEEDED if "properties" in str(exc) else PutStatus.MESSAGE_ILLEGAL
-                log.info("topic=%s queue=%d put rejected: %s", topic, qid, exc)
-                return PutResult(status)
-            total = pos - base
-            if total + END_FILE_MIN_BLANK_LENGTH > seg_size:
+                return _encode_failed(exc, topic, qid)
+            if total + END_FILE_MIN_BLANK_LENGTH > self.commit_log.segment_size:
                 return PutResult(PutStatus.MESSAGE_ILLEGAL)
             try:  # every file this put needs exists before a byte is written
                 cq.ensure_capacity(qo - first_qo)
                 start = self.commit_log.append(records, total)
             except OSError as exc:
                 return self._allocation_failed(exc, topic, qid)
-            phys = start
-            ids: list[str] = []
-            entries: list[tuple[int, int, int]] = []
-            index = self.index
-            for rec, dispatch, code, m in zip(records, dispatched, tags, msgs, strict=False):
-                n = len(rec)
-                if index is not None:
-                    index.add(topic, m.properties, phys, m.sys_flag, now)
-                if dispatch:
-                    if code is None:
-                        code = self._schedule_tags_code(_property(m.properties, PROPERTY_DELAY_TIME_LEVEL), now) or 0
-                    entries.append((phys, n, code))
-                ids.append(f"{prefix}{phys:016X}")
-                phys += n
-            cq.append_many(entries)
+            ids = self._dispatch(cq, msgs, records, dispatched, tags, start, now, prefix)
             self._last_store_ts = now
             max_offset = cq.max_offset
         listener = self.arrival_listener
@@ -524,6 +503,50 @@ class MessageStore:
             msg_num=len(records),
             store_timestamp=now,
         )
+
+    def _dispatch(
+        self,
+        cq: ConsumeQueue,
+        msgs: list[MessageInner],
+        records: list[bytes],
+        dispatched: list[bool],
+        tags: list[int | None],
+        phys: int,
+        now: int,
+        prefix: str,
+    ) -> list[str]:
+        """Index the appended batch; return its offsetMsgIds (``CommitLogDispatcherBuildConsumeQueue``
+        + ``CommitLogDispatcherBuildIndex``, done in the put under the append lock).
+
+        Appends one consume-queue entry ``(physical offset, size, tags code)`` per dispatched
+        record (schedule-topic tags codes, the delivery time in ms, are computed here from
+        ``now``), adds every record to the key index when there is one, and builds each
+        record's offsetMsgId (``prefix`` + its physical offset as 16 hex digits).
+
+        Args:
+            cq: the batch's consume queue.
+            msgs, records, dispatched, tags: per message: the input, its encoded record, whether
+                it gets a consume-queue entry, and its tags code (None = schedule topic).
+            phys: commit-log offset of the first record, bytes.
+            now: the batch's store timestamp, ms.
+            prefix: offsetMsgId prefix of the store host.
+        """
+        topic = cq.topic
+        ids: list[str] = []
+        entries: list[tuple[int, int, int]] = []
+        index = self.index
+        for rec, dispatch, code, m in zip(records, dispatched, tags, msgs, strict=False):
+            n = len(rec)
+            if index is not None:
+                index.add(topic, m.properties, phys, m.sys_flag, now)
+            if dispatch:
+                if code is None:
+                    code = self._schedule_tags_code(_property(m.properties, PROPERTY_DELAY_TIME_LEVEL), now) or 0
+                entries.append((phys, n, code))
+            ids.append(f"{prefix}{phys:016X}")
+            phys += n
+        cq.append_many(entries)
+        return ids
 
     def _allocation_failed(self, exc: OSError, topic: str, qid: int) -> PutResult:
         """A store file could not be created: disk full → SERVICE_NOT_AVAILABLE, else CREATE_MAPPED_FILE_FAILED."""
@@ -840,6 +863,9 @@ class MessageStore:
         matching message is returned when there is one in range. ``next_begin_offset`` is one
         past the last entry scanned, filtered-out entries included.
 
+        As in Java, the status/bounds decision (:func:`_offset_refusal`) comes first and the scan
+        loop over the entries (:meth:`_scan`) runs once per call.
+
         Args:
             topic: topic.
             queue_id: queue id.
@@ -861,17 +887,38 @@ class MessageStore:
         if cq is None:
             return GetResult(GetStatus.NO_MATCHED_LOGIC_QUEUE, 0)
         min_off, max_off = cq.min_offset, cq.max_offset
-        if max_off == 0:
-            return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, 0, min_off, max_off)
-        if offset < min_off:
-            return GetResult(GetStatus.OFFSET_TOO_SMALL, min_off, min_off, max_off)
-        if offset == max_off:
-            return GetResult(GetStatus.OFFSET_OVERFLOW_ONE, offset, min_off, max_off)
-        if offset > max_off:
-            return GetResult(GetStatus.OFFSET_OVERFLOW_BADLY, max_off, min_off, max_off)
+        refused = _offset_refusal(offset, min_off, max_off)
+        if refused is not None:
+            return refused
         entries = cq.entries_in_file(offset, max_off)
         if entries is None:
             return GetResult(GetStatus.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_off, max_off)
+        status, next_begin, buffers, total = self._scan(entries, offset, max_msg_nums, max_total_bytes, tag_filter)
+        return GetResult(status, next_begin, min_off, max_off, buffers, len(buffers), total)
+
+    def _scan(
+        self,
+        entries: Iterator[tuple[int, int, int]],
+        offset: int,
+        max_msg_nums: int,
+        max_total_bytes: int,
+        tag_filter: Callable[[int], bool] | None,
+    ) -> tuple[GetStatus, int, list[memoryview | bytes], int]:
+        """The scan loop of :meth:`get_message` over the consume-queue entries from ``offset``.
+
+        Mirrors the ``for`` loop of ``DefaultMessageStore.getMessage``: applies the caps (see
+        :meth:`get_message`), skips blank entries and entries the filter rejects, skips the rest
+        of a commit-log segment that is gone, and drops records damaged on disk.
+
+        Args:
+            entries: ``(physical offset, size, tags code)`` entries of one consume-queue file,
+                the first at queue offset ``offset``.
+            offset, max_msg_nums, max_total_bytes, tag_filter: as for :meth:`get_message`.
+
+        Returns:
+            ``(status, next_begin_offset, buffers, total bytes)``; status is FOUND,
+            NO_MATCHED_MESSAGE or MESSAGE_WAS_REMOVING.
+        """
         cfg = self.config
         max_scan = max(cfg.max_filter_message_size, max_msg_nums * CQ_STORE_UNIT_SIZE) // CQ_STORE_UNIT_SIZE
         max_bytes = min(max(max_total_bytes, 100), MAX_PULL_MSG_SIZE, cfg.max_transfer_bytes_on_message_in_memory)
@@ -908,7 +955,25 @@ class MessageStore:
             buffers.append(buf)
             total += size
             status = GetStatus.FOUND
-        return GetResult(status, next_begin, min_off, max_off, buffers, len(buffers), total)
+        return status, next_begin, buffers, total
+
+
+def _offset_refusal(offset: int, min_off: int, max_off: int) -> GetResult | None:
+    """The answer of a get whose ``offset`` lies outside the queue ``[min_off, max_off)``, else None.
+
+    The bounds decision of ``DefaultMessageStore.getMessage`` (master: next offsets corrected):
+    NO_MESSAGE_IN_QUEUE (empty queue, next 0), OFFSET_TOO_SMALL (next = min), OFFSET_OVERFLOW_ONE
+    (offset = max, next = offset), OFFSET_OVERFLOW_BADLY (beyond max, next = max).
+    """
+    if max_off == 0:
+        return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, 0, min_off, max_off)
+    if offset < min_off:
+        return GetResult(GetStatus.OFFSET_TOO_SMALL, min_off, min_off, max_off)
+    if offset == max_off:
+        return GetResult(GetStatus.OFFSET_OVERFLOW_ONE, offset, min_off, max_off)
+    if offset > max_off:
+        return GetResult(GetStatus.OFFSET_OVERFLOW_BADLY, max_off, min_off, max_off)
+    return None
 
 
 def _property(props: dict[str, str] | str, key: str) -> str | None:
@@ -924,3 +989,60 @@ def _property(props: dict[str, str] | str, key: str) -> str | None:
     start = i + len(needle)
     j = props.find("\x02", start)
     return props[start : j if j >= 0 else len(props)] or None
+
+
+def _encode_batch(
+    msgs: list[MessageInner], topic: str, qid: int, qo: int, pos: int, now: int
+) -> tuple[list[bytes], list[bool], int, int]:
+    """Encode a put's records at their final offsets (``MessageExtEncoder.encode`` per message).
+
+    Args:
+        msgs: the batch (one topic and queue id).
+        topic, qid: its topic and queue id.
+        qo: queue offset of the first dispatched record (the queue's max offset).
+        pos: commit-log offset of the first record (the write offset), bytes.
+        now: store timestamp of every record, ms.
+
+    Returns:
+        ``(records, dispatched, end queue offset, total bytes)``: the encoded records and, per
+        record, whether it gets a consume-queue entry (prepared/rollback transaction records get
+        none and queue offset 0).
+
+    Raises:
+        InvalidArgumentError: a message cannot be encoded (properties over 32767 bytes, bad host).
+    """
+    base = pos
+    records: list[bytes] = []
+    dispatched: list[bool] = []
+    encode, mask, no_dispatch = encode_record, sf.TRANSACTION_TYPE_MASK, _NO_DISPATCH
+    for m in msgs:
+        dispatch = m.sys_flag & mask not in no_dispatch
+        rec = encode(
+            topic=topic,
+            body=m.body,
+            properties=m.properties,
+            queue_id=qid,
+            flag=m.flag,
+            queue_offset=qo if dispatch else 0,
+            physical_offset=pos,
+            sys_flag=m.sys_flag,
+            born_timestamp=m.born_timestamp,
+            born_host=m.born_host,
+            store_timestamp=now,
+            store_host=m.store_host,
+            reconsume_times=m.reconsume_times,
+            prepared_transaction_offset=m.prepared_transaction_offset,
+        )
+        records.append(rec)
+        dispatched.append(dispatch)
+        pos += len(rec)
+        if dispatch:
+            qo += 1
+    return records, dispatched, qo, pos - base
+
+
+def _encode_failed(exc: InvalidArgumentError, topic: str, qid: int) -> PutResult:
+    """Map an encoding error to PROPERTIES_SIZE_EXCEEDED (properties too long) or MESSAGE_ILLEGAL."""
+    status = PutStatus.PROPERTIES_SIZE_EXCEEDED if "properties" in str(exc) else PutStatus.MESSAGE_ILLEGAL
+    log.info("topic=%s queue=%d put rejected: %s", topic, qid, exc)
+    return PutResult(status)

@@ -29,6 +29,14 @@ _I16: Final = struct.Struct(">h")
 _I32: Final = struct.Struct(">i")
 _I64: Final = struct.Struct(">q")
 _V6_BOTH: Final = sf.BORNHOST_V6_FLAG | sf.STOREHOST_V6_FLAG
+#: Bytes the host fields take beyond two IPv4 hosts, by the sysflag's IPv6 bits (16 → 28 / 40).
+_V6_EXTRA: Final = {
+    0: 0,
+    sf.BORNHOST_V6_FLAG: 12,
+    sf.STOREHOST_V6_FLAG: 12,
+    _V6_BOTH: 24,
+}
+_MAGICS: Final = (sf.MAGIC_V1, sf.MAGIC_V2)
 
 
 def check_record(
@@ -47,25 +55,28 @@ def check_record(
         None when the record checks out, else a short reason (``"bad magic"``, ``"body CRC"`` …).
     """
     n = len(buf)
-    if pos < 0 or pos + MIN_RECORD_SIZE > n:
+    # header: where the record says it is and how long it is (checkMessageAndReturnSize's
+    # magic / totalSize / physicOffset checks)
+    if not 0 <= pos <= n - MIN_RECORD_SIZE:
         return "truncated"
     total, magic, crc = _HEAD.unpack_from(buf, pos)
-    if magic != sf.MAGIC_V1 and magic != sf.MAGIC_V2:
+    if magic not in _MAGICS:
         return "bad magic"
-    if total < MIN_RECORD_SIZE or pos + total > n or (size >= 0 and total != size):
+    end = pos + total
+    if not MIN_RECORD_SIZE <= total <= n - pos or (size >= 0 and total != size):
         return "bad size"
     if _I64.unpack_from(buf, pos + PHYSICAL_OFFSET_POS)[0] != offset:
         return "physical offset mismatch"
+    # layout: body (+ CRC), topic and properties lengths fill TOTALSIZE exactly
     (sys_flag,) = _I32.unpack_from(buf, pos + SYSFLAG_POS)
     p = pos + BORN_HOST_POS + 36  # born host 8, store ts 8, store host 8, reconsume 4, prepared 8
     if sys_flag & _V6_BOTH:
-        p += (12 if sys_flag & sf.BORNHOST_V6_FLAG else 0) + (12 if sys_flag & sf.STOREHOST_V6_FLAG else 0)
-    end = pos + total
+        p += _V6_EXTRA[sys_flag & _V6_BOTH]
     if p + 4 > end:
         return "bad size"
     (blen,) = _I32.unpack_from(buf, p)
     p += 4
-    if blen < 0 or p + blen + 3 > end:
+    if not 0 <= blen <= end - p - 3:
         return "bad body length"
     if check_crc and zlib.crc32(buf[p : p + blen]) & 0x7FFFFFFF != crc:
         return "body CRC"
@@ -92,7 +103,7 @@ def record_queue(buf: memoryview | bytes, pos: int = 0) -> tuple[str, int, int]:
     (queue_offset,) = _I64.unpack_from(buf, pos + 20)
     p = pos + BORN_HOST_POS + 36
     if sys_flag & _V6_BOTH:
-        p += (12 if sys_flag & sf.BORNHOST_V6_FLAG else 0) + (12 if sys_flag & sf.STOREHOST_V6_FLAG else 0)
+        p += _V6_EXTRA[sys_flag & _V6_BOTH]
     (blen,) = _I32.unpack_from(buf, p)
     p += 4 + blen
     if _I32.unpack_from(buf, pos + 4)[0] == sf.MAGIC_V2:

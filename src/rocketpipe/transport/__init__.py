@@ -4,7 +4,9 @@
 * :class:`Connection` — one multiplexed TCP connection (opaque → future table, inbound
   requests);
 * :class:`ConnectionPool` — one connection per address, single-flight connects;
-* :class:`RemotingServer` — ``asyncio.start_server`` + Router.
+* :class:`RemotingServer` — ``asyncio.start_server`` + Router;
+* :mod:`.dispatch` — what a connection hands inbound requests to (a Router), so the connection
+  never imports the router.
 
 Imports: stdlib asyncio, :mod:`rocketpipe.errors`, :mod:`rocketpipe.protocol`. Never ``store``.
 """

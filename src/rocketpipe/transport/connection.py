@@ -2,14 +2,14 @@
 
 A connection owns one reader task that feeds a :class:`~rocketpipe.protocol.frame.FrameDecoder`.
 Responses complete the pending request with the same opaque; requests from the peer (for
-example ``NOTIFY_CONSUMER_IDS_CHANGED`` pushed by a broker on a client's connection) are routed to
-a :class:`~.router.Router`: codes with an inline (synchronous) handler are answered from the
-read loop, which then stops reading while the write buffer is above its high-water mark; the
-others each run in their own task owned by the connection. Outgoing frames are
-queued and written together on the next loop iteration (several frames per socket write); the
-writer only awaits ``drain`` when the transport buffer is above its high-water mark. Request
-deadlines sit in one heap per connection served by a single timer (cheaper than one
-``asyncio.timeout`` per request); an expired request's pending entry is removed.
+example ``NOTIFY_CONSUMER_IDS_CHANGED`` pushed by a broker on a client's connection) are handed
+to a :class:`~.dispatch.Dispatcher` (a :class:`~.router.Router`): codes with an inline
+(synchronous) handler are answered from the read loop, which then stops reading while the write
+buffer is above its high-water mark; the others each run in their own task owned by the
+connection. Outgoing frames are queued and written together on the next loop iteration (several
+frames per socket write); the writer only awaits ``drain`` when the transport buffer is above its
+high-water mark. Request deadlines sit in one heap per connection served by a single timer
+(cheaper than one ``asyncio.timeout`` per request); an expired request's pending entry is removed.
 
 Errors at this edge: ``OSError`` and lost connections become
 :class:`~rocketpipe.errors.ConnectionClosedError`, timeouts
@@ -26,7 +26,8 @@ Mirrors ``NettyRemotingAbstract`` (responseTable, processMessageReceived, invoke
 invokeOnewayImpl) and ``NettyRemotingClient.createChannel``.
 
 Imports: stdlib asyncio, :mod:`rocketpipe.errors`, :mod:`rocketpipe.protocol`,
-:mod:`rocketpipe.ratelog`, :mod:`.router` (and :mod:`.limits` for types).
+:mod:`rocketpipe.ratelog`, :mod:`.dispatch` (and :mod:`.limits` for types); never :mod:`.router`,
+which imports this module to type its handlers.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from ..protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE
 from ..protocol.command import RemotingCommand, next_opaque
 from ..protocol.frame import FrameDecoder, encode_frame_parts
 from ..ratelog import RateLimitedLog
-from .router import Router
+from .dispatch import NO_HANDLERS, Dispatcher
 
 if TYPE_CHECKING:
     from .limits import PendingBytes
@@ -66,7 +67,6 @@ _FLUSH_NOW_PARTS: Final = 16
 #: Seconds a graceful close waits for buffered bytes to leave before aborting.
 _CLOSE_LINGER: Final = 1.0
 
-_EMPTY_ROUTER: Final = Router()
 #: How many abandoned request opaques a connection remembers (late answers to them log at DEBUG).
 _ABANDONED_KEPT: Final = 1024
 #: Seconds between two warnings of one cause on a client connection (servers use their limits).
@@ -118,7 +118,7 @@ class Connection:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         *,
-        router: Router | None = None,
+        router: Dispatcher[Connection] | None = None,
         warnings: RateLimitedLog | None = None,
         pending: PendingBytes | None = None,
     ) -> None:
@@ -127,8 +127,8 @@ class Connection:
         Args:
             reader: the stream's reader.
             writer: the stream's writer.
-            router: handlers for requests sent by the peer (None: every request is answered
-                ``REQUEST_CODE_NOT_SUPPORTED``).
+            router: handlers for requests sent by the peer, a :class:`~.router.Router` (None:
+                every request is answered ``REQUEST_CODE_NOT_SUPPORTED``).
             warnings: rate-limited log for warnings the peer can trigger (None: one of this
                 connection's own, made on first use, one line per cause per minute).
             pending: the server's account of bytes held for incomplete frames (None: not
@@ -138,7 +138,7 @@ class Connection:
         self._reader = reader
         self._writer = writer
         self._transport = writer.transport
-        self._router = router if router is not None else _EMPTY_ROUTER
+        self._router: Dispatcher[Connection] = router if router is not None else NO_HANDLERS
         self._decoder = FrameDecoder()
         self._warnings = warnings
         self._pending_bytes = pending
@@ -172,7 +172,9 @@ class Connection:
     # ------------------------------------------------------------------ lifecycle
 
     @classmethod
-    async def connect(cls, addr: str, *, router: Router | None = None, connect_timeout: float = 3.0) -> Connection:
+    async def connect(
+        cls, addr: str, *, router: Dispatcher[Connection] | None = None, connect_timeout: float = 3.0
+    ) -> Connection:
         """Open a TCP connection to ``addr`` and start its reader task.
 
         Mirrors ``NettyRemotingClient.createChannel`` (connect timeout 3 s by default).

@@ -9,22 +9,20 @@ The idle timeout mirrors ``NettyServerConfig.serverChannelMaxIdleTimeSeconds`` (
 ``IdleStateHandler`` ``ALL_IDLE``); Java has no byte or connection caps, its frames are bounded by
 ``frameMaxLength`` (16 MiB) only, which :class:`~rocketpipe.protocol.frame.FrameDecoder` checks.
 
-Imports: stdlib, :mod:`rocketpipe.errors`, :mod:`rocketpipe.ratelog`.
+Imports: stdlib, :mod:`rocketpipe.errors`, :mod:`rocketpipe.ratelog`; not :mod:`.connection`
+(which reports here): :class:`PendingBytes` sees a connection as a :class:`FrameHolder`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from ..errors import InvalidArgumentError
 from ..ratelog import RateLimitedLog
 
-if TYPE_CHECKING:
-    from .connection import Connection
-
-__all__ = ["PendingBytes", "ServerLimits"]
+__all__ = ["FrameHolder", "PendingBytes", "ServerLimits"]
 
 #: ``serverChannelMaxIdleTimeSeconds`` (NettyServerConfig).
 DEFAULT_MAX_IDLE_SECONDS: Final = 120
@@ -87,6 +85,25 @@ class ServerLimits:
         return cls(**{f.name: getattr(config, f.name) for f in fields(cls)})
 
 
+class FrameHolder(Protocol):
+    """A server connection as :class:`PendingBytes` sees it (a :class:`~.connection.Connection`).
+
+    Attributes:
+        pending_frame_bytes: bytes it holds for an incomplete frame (kept by :class:`PendingBytes`).
+    """
+
+    pending_frame_bytes: int
+
+    @property
+    def remote_address(self) -> str:
+        """The peer as ``"ip:port"`` (for the warning line)."""
+        ...
+
+    def close_now(self, reason: str, *, abort: bool = False) -> None:
+        """Close at once (``abort``: RST, buffered bytes dropped)."""
+        ...
+
+
 class PendingBytes:
     """Bytes held for incomplete frames: per connection (``conn.pending_frame_bytes``) and in total.
 
@@ -108,7 +125,7 @@ class PendingBytes:
         closed_over_total_cap: connections closed by the total cap.
     """
 
-    def __init__(self, limits: ServerLimits, connections: Collection[Connection], warnings: RateLimitedLog) -> None:
+    def __init__(self, limits: ServerLimits, connections: Collection[FrameHolder], warnings: RateLimitedLog) -> None:
         self._frame_cap = limits.server_max_pending_frame_bytes
         self._total_cap = limits.server_max_pending_bytes_total
         self._connections = connections
@@ -117,7 +134,7 @@ class PendingBytes:
         self.closed_over_frame_cap = 0
         self.closed_over_total_cap = 0
 
-    def update(self, conn: Connection, held: int) -> None:
+    def update(self, conn: FrameHolder, held: int) -> None:
         """Record that ``conn`` now holds ``held`` bytes; close connections past a cap."""
         self.total += held - conn.pending_frame_bytes
         conn.pending_frame_bytes = held
@@ -132,7 +149,7 @@ class PendingBytes:
         elif self.total > self._total_cap:
             self._shed()
 
-    def release(self, conn: Connection) -> None:
+    def release(self, conn: FrameHolder) -> None:
         """Forget what ``conn`` held (it is closing)."""
         self.total -= conn.pending_frame_bytes
         conn.pending_frame_bytes = 0
@@ -156,5 +173,5 @@ class PendingBytes:
                 return
 
 
-def _held(conn: Connection) -> int:
+def _held(conn: FrameHolder) -> int:
     return conn.pending_frame_bytes

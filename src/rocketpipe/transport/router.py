@@ -5,8 +5,11 @@ response a Java server would write. It is shared by :class:`~.server.RemotingSer
 name-server requests) and by client-side connections (server-initiated requests such as
 ``NOTIFY_CONSUMER_IDS_CHANGED``). Mirrors ``NettyRemotingAbstract.processRequestCommand``.
 
-Imports: stdlib, :mod:`rocketpipe.errors`, :mod:`rocketpipe.protocol`; ``connection`` only for
-typing.
+A :class:`Router` is the :class:`~.dispatch.Dispatcher` of the connections it serves; the response
+writing it shares with connections built without one lives in :mod:`.dispatch`.
+
+Imports: stdlib, :mod:`rocketpipe.errors`, :mod:`rocketpipe.protocol`, :mod:`.dispatch`;
+``connection`` only for typing (the connection never imports this module).
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeAlias
 
 from ..errors import ConnectionClosedError, RocketMQError
-from ..protocol.codes import FLAG_RESPONSE, ResponseCode
+from ..protocol.codes import ResponseCode
 from ..protocol.command import RemotingCommand
+from .dispatch import answer, not_supported
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -106,27 +110,8 @@ class Router:
             resp = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(err).__name__}: {err}")
         if resp is DEFER:
             return False
-        self._answer(cmd, conn, resp)  # type: ignore[arg-type]
+        answer(cmd, conn, resp)  # type: ignore[arg-type]
         return True
-
-    def _answer(self, cmd: RemotingCommand, conn: Connection, resp: RemotingCommand | None) -> None:
-        if resp is None or cmd.is_oneway:
-            return
-        resp.opaque = cmd.opaque
-        resp.flag |= FLAG_RESPONSE
-        if conn.is_closed:
-            return
-        try:
-            conn.send_response(resp)
-        except RocketMQError as err:  # e.g. a response body that exceeds the frame limit
-            log.error(
-                "response not encodable peer=%s code=%d opaque=%d error=%s",
-                conn.remote_address,
-                cmd.code,
-                cmd.opaque,
-                err,
-            )
-            conn.send_response(cmd.response(ResponseCode.SYSTEM_ERROR, str(err)))
 
     def handler_for(self, code: int) -> Handler | None:
         """Return the handler registered for ``code``, or None."""
@@ -149,15 +134,7 @@ class Router:
         """
         handler = self._handlers.get(cmd.code)
         if handler is None:
-            log.debug(
-                "request code not supported peer=%s code=%d opaque=%d",
-                conn.remote_address,
-                cmd.code,
-                cmd.opaque,
-            )
-            resp: RemotingCommand | None = cmd.response(
-                ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported"
-            )
+            resp: RemotingCommand | None = not_supported(cmd, conn)
         else:
             try:
                 resp = await handler(cmd, conn)
@@ -182,7 +159,7 @@ class Router:
                 resp = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(err).__name__}: {err}")
         if resp is None or cmd.is_oneway:
             return
-        self._answer(cmd, conn, resp)
+        answer(cmd, conn, resp)
         if conn.is_closed:
             return
         try:

@@ -152,52 +152,49 @@ def _cmp_same(lv: Any, rv: Any) -> int:
     return -1 if lv < rv else 1
 
 
+def _boolean_to_string(lv: Any) -> Any:
+    raise _EvalError("ClassCastException: Boolean cannot be cast to String")
+
+
+#: ``ComparisonExpression.__compare``'s conversions of two values of different types, by
+#: (left type, right type): (convert the left value, convert the right value), None = keep it.
+#: Numbers widen (Integer -> Long -> Double); a string next to a number or boolean is parsed
+#: as that type (``convertStringExpressions``), failing with NumberFormatException.
+_PROMOTIONS: Final[dict[tuple[type, type], tuple[Callable[[Any], Any] | None, Callable[[Any], Any] | None]]] = {
+    (bool, str): (_boolean_to_string, None),
+    (int, JLong): (JLong, None),
+    (int, float): (float, None),
+    (int, str): (None, _java_int),
+    (JLong, int): (None, JLong),
+    (JLong, float): (float, None),
+    (JLong, str): (None, _java_long),
+    (float, int): (None, float),
+    (float, JLong): (None, float),
+    (float, str): (None, _java_double),
+    (str, bool): (_java_bool, None),
+    (str, int): (_java_int, None),
+    (str, JLong): (_java_long, None),
+    (str, float): (_java_double, None),
+}
+
+
 def _compare(lv: Any, rv: Any) -> int:
-    """``ComparisonExpression.__compare(lv, rv, convertStringExpressions=true)``."""
+    """``ComparisonExpression.__compare(lv, rv, convertStringExpressions=true)``.
+
+    Values of different types are first converted by :data:`_PROMOTIONS`; a pair it does not
+    list (e.g. a boolean and a number) compares as "less" (-1), so only ``<``/``<=``/``<>``
+    hold. Raises :class:`_EvalError` when a conversion fails.
+    """
     lc, rc = type(lv), type(rv)
     if lc is not rc:
-        if lc is bool:
-            if rc is str:
-                raise _EvalError("ClassCastException: Boolean cannot be cast to String")
+        promote = _PROMOTIONS.get((lc, rc))
+        if promote is None:
             return -1
-        if lc is int:
-            if rc is JLong:
-                lv = JLong(lv)
-            elif rc is float:
-                lv = float(lv)
-            elif rc is str:
-                rv = _java_int(rv)
-            else:
-                return -1
-        elif lc is JLong:
-            if rc is int:
-                rv = JLong(rv)
-            elif rc is float:
-                lv = float(lv)
-            elif rc is str:
-                rv = _java_long(rv)
-            else:
-                return -1
-        elif lc is float:
-            if rc is int or rc is JLong:
-                rv = float(rv)
-            elif rc is str:
-                rv = _java_double(rv)
-            else:
-                return -1
-        elif lc is str:
-            if rc is bool:
-                lv = _java_bool(lv)
-            elif rc is int:
-                lv = _java_int(lv)
-            elif rc is JLong:
-                lv = _java_long(lv)
-            elif rc is float:
-                lv = _java_double(lv)
-            else:
-                return -1
-        else:
-            return -1
+        to_left, to_right = promote
+        if to_left is not None:
+            lv = to_left(lv)
+        if to_right is not None:
+            rv = to_right(rv)
     return _cmp_same(lv, rv)
 
 

@@ -9,24 +9,27 @@ Plug-in entry point::
     await pop.close()          # before the store closes: stops loops, writes popCheckpoint.json
 
 Modules: :mod:`.checkpoint` (pure bookkeeping and revive rules), :mod:`.processor` (handlers),
-:mod:`.revive` (expired messages → pop retry topic / DLQ), :mod:`.service` (lifecycle).
+:mod:`.revive` (expired messages → pop retry topic / DLQ), :mod:`.service` (lifecycle),
+:mod:`.config` (:class:`PopConfig`), :mod:`.context` (what the handlers and the reviver see of
+the service). The package sees the broker as a :class:`PopHost`, never ``broker.py`` itself.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from ...transport import Router
+from ..context import BrokerContext
 from .checkpoint import Checkpoint, CheckpointTable, ReviveDecision, decide_revive
-from .service import CHECKPOINT_FILE, PopConfig, PopService
-
-if TYPE_CHECKING:
-    from ..broker import Broker
+from .config import PopConfig
+from .service import CHECKPOINT_FILE, PopService
 
 __all__ = [
     "CHECKPOINT_FILE",
     "Checkpoint",
     "CheckpointTable",
     "PopConfig",
+    "PopHost",
     "PopService",
     "ReviveDecision",
     "decide_revive",
@@ -34,7 +37,19 @@ __all__ = [
 ]
 
 
-def install(broker: Broker, config: PopConfig | None = None) -> PopService:
+class PopHost(BrokerContext, Protocol):
+    """A broker POP can be installed on: the processors' view plus its router and ``pop`` slot.
+
+    Attributes:
+        router: where the four POP request codes are registered.
+        pop: the installed service (set by :func:`install`).
+    """
+
+    router: Router
+    pop: PopService
+
+
+def install(broker: PopHost, config: PopConfig | None = None) -> PopService:
     """Attach POP to ``broker``: register the handlers and return the (not yet started) service.
 
     Idempotent: a broker that already has a :class:`PopService` (attribute ``pop``) gets it back.

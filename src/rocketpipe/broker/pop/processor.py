@@ -32,7 +32,6 @@ import logging
 import random
 import struct
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ...errors import InvalidArgumentError, ProtocolError
 from ...protocol import message as pm
@@ -59,9 +58,7 @@ from ...transport import Connection, Router
 from .. import retry
 from ..processors.common import decode_header, error, require
 from .checkpoint import PROPERTY_POP_CK, REVIVE_QUEUE_NUM
-
-if TYPE_CHECKING:
-    from .service import PopService
+from .context import PopContext
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +109,7 @@ class _PopBatch:
 class PopProcessor:
     """Handlers of the POP codes."""
 
-    def __init__(self, service: PopService) -> None:
+    def __init__(self, service: PopContext) -> None:
         self.service = service
         self.broker = service.broker
         self._rand = random.Random()

@@ -15,7 +15,6 @@ loop and tests call it directly after advancing a fake clock.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from ...protocol import message as pm
 from ...protocol import sysflag as sf
@@ -23,9 +22,7 @@ from ...protocol.headers.pop import pop_retry_topic
 from ...store import MessageInner
 from .. import retry
 from .checkpoint import Checkpoint, decide_revive, first_pop_time_properties
-
-if TYPE_CHECKING:
-    from .service import PopService
+from .context import PopContext
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +33,7 @@ POP_RETRY_QUEUE_NUMS = 1
 class Reviver:
     """Moves expired popped messages to their retry topic or the DLQ."""
 
-    def __init__(self, service: PopService) -> None:
+    def __init__(self, service: PopContext) -> None:
         self.service = service
         self.revived = 0
         self.dead_lettered = 0

@@ -22,18 +22,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from ...store.json_file import save_json
+from ..context import BrokerContext
 from ..metadata import load_file
 from .checkpoint import CheckpointTable
+from .config import PopConfig
 from .processor import PopProcessor
 from .revive import Reviver
-
-if TYPE_CHECKING:
-    from ..broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -41,34 +39,10 @@ log = logging.getLogger(__name__)
 CHECKPOINT_FILE: Final = "popCheckpoint.json"
 
 
-@dataclass(frozen=True, kw_only=True)
-class PopConfig:
-    """POP settings (Java ``BrokerConfig`` names where they exist).
-
-    Attributes:
-        revive_interval: seconds between revive scans.
-        persist_interval: seconds between checkpoint-file writes (when changed).
-        poll_check_interval: seconds between store re-checks of a held POP.
-        pop_from_retry_probability: percent of pops that read the retry topic first
-            (``popFromRetryProbability``, 20).
-        retry_topic_v2: revive into ``%RETRY%<group>+<topic>`` (``enableRetryTopicV2``, false).
-        pop_polling_size: held POPs per (topic, group, queue) (``popPollingSize``, 1024).
-        max_pop_polling_size: held POPs in total (``maxPopPollingSize``, 100 000).
-    """
-
-    revive_interval: float = 0.2
-    persist_interval: float = 1.0
-    poll_check_interval: float = 0.05
-    pop_from_retry_probability: int = 20
-    retry_topic_v2: bool = False
-    pop_polling_size: int = 1024
-    max_pop_polling_size: int = 100_000
-
-
 class PopService:
     """POP consumption on one broker. Build with :func:`rocketpipe.broker.pop.install`."""
 
-    def __init__(self, broker: Broker, config: PopConfig | None = None) -> None:
+    def __init__(self, broker: BrokerContext, config: PopConfig | None = None) -> None:
         self.broker = broker
         self.config = config or PopConfig()
         self.table = CheckpointTable()

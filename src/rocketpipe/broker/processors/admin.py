@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...errors import InvalidArgumentError, ProtocolError, RequestTimeoutError, TransportError
 from ...protocol import message as pm
@@ -42,13 +42,11 @@ from ...protocol.headers.consumer import (
 from ...protocol.message import MessageQueue
 from ...store.disk import disk_partition_used_ratio
 from ...transport import Connection, Router
+from ..context import BrokerContext
 from ..schedule import SCHEDULE_TOPIC
 from ..stats import format_runtime
 from ..topics import SubscriptionGroupConfig, TopicConfig, validate_group, validate_topic
 from .common import decode_header, error, require
-
-if TYPE_CHECKING:
-    from ..broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +57,7 @@ CALL_CLIENT_TIMEOUT = 10.0
 class AdminProcessor:
     """Handlers of topic/group administration and statistics requests."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, router: Router) -> None:

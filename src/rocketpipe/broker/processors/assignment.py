@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ...errors import ProtocolError, RocketMQError
 from ...protocol import sysflag as sf
@@ -49,6 +48,7 @@ from ...protocol.headers.route import GetRouteInfoRequestHeader
 from ...protocol.message import MessageQueue
 from ...store.json_file import save_json
 from ...transport import Connection, Router
+from ..context import BrokerContext
 from ..metadata import load_file
 from ..request_mode import (
     REQUEST_MODE_FILE,
@@ -59,9 +59,6 @@ from ..request_mode import (
     effective_mode,
 )
 from .common import error
-
-if TYPE_CHECKING:
-    from ..broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +87,7 @@ class AssignmentProcessor:
         table: the request-mode table.
     """
 
-    def __init__(self, broker: Broker, config: AssignmentConfig | None = None) -> None:
+    def __init__(self, broker: BrokerContext, config: AssignmentConfig | None = None) -> None:
         self.broker = broker
         self.config = config or AssignmentConfig()
         self.table = RequestModeTable()

@@ -3,13 +3,12 @@ CHECK_CLIENT_CONFIG (46).
 
 Mirrors ``ClientManageProcessor`` and ``ConsumerManageProcessor.getConsumerListByGroup``. A
 membership or subscription change makes the broker push NOTIFY_CONSUMER_IDS_CHANGED to every
-channel of the group (:meth:`~rocketpipe.broker.broker.Broker.notify_consumer_ids_changed`).
+channel of the group (:meth:`~rocketpipe.broker.context.BrokerContext.notify_consumer_ids_changed`).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from ...errors import ProtocolError
 from ...protocol import sysflag as sf
@@ -20,13 +19,11 @@ from ...protocol.command import RemotingCommand
 from ...protocol.headers.consumer import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
 from ...transport import Connection, Router
 from .. import retry
+from ..context import BrokerContext
 from ..filter.manager import compile_filter, is_tag_type
 from ..filter.sql92 import SQL92ParseError
 from ..groups import ClientChannel
 from .common import decode_header, error, require
-
-if TYPE_CHECKING:
-    from ..broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +31,7 @@ log = logging.getLogger(__name__)
 class ConsumerProcessor:
     """Handlers of client registration and group membership requests."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, router: Router) -> None:

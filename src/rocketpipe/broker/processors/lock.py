@@ -7,23 +7,19 @@ answer lists the queues now held by the caller.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ...errors import ProtocolError
 from ...protocol.bodies.consumer import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from ...protocol.codes import RequestCode, ResponseCode
 from ...protocol.command import RemotingCommand
 from ...transport import Connection, Router
+from ..context import BrokerContext
 from .common import error
-
-if TYPE_CHECKING:
-    from ..broker import Broker
 
 
 class LockProcessor:
     """Handlers of the queue-lock requests."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, router: Router) -> None:

@@ -7,8 +7,6 @@ SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ...protocol.codes import RequestCode, ResponseCode
 from ...protocol.command import RemotingCommand
 from ...protocol.headers.offset import (
@@ -25,16 +23,14 @@ from ...protocol.headers.offset import (
     UpdateConsumerOffsetRequestHeader,
 )
 from ...transport import Connection, Router
+from ..context import BrokerContext
 from .common import decode_header, error, require
-
-if TYPE_CHECKING:
-    from ..broker import Broker
 
 
 class OffsetProcessor:
     """Handlers of consumer-offset and queue-offset requests."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, router: Router) -> None:

@@ -13,7 +13,7 @@ Response bodies are the store's raw record buffers, joined without decoding.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...errors import InvalidArgumentError
 from ...protocol import message as pm
@@ -24,13 +24,12 @@ from ...protocol.command import RemotingCommand
 from ...protocol.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
 from ...store.api import GetResult, GetStatus
 from ...transport import Connection, Router
+from ..context import BrokerContext
 from ..filter.manager import compile_filter, is_tag_type, record_properties, record_queue_offset
 from ..filter.sql92 import Sql92Expression, SQL92ParseError
 from ..pull_hold import HeldPull
+from ..topics import SubscriptionGroupConfig, TopicConfig
 from .common import decode_header, error, require
-
-if TYPE_CHECKING:
-    from ..broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +76,7 @@ def tag_code_set(sub_string: str | None) -> frozenset[int] | None:
 class PullProcessor:
     """Handler of the pull codes plus the re-run of held pulls."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, router: Router) -> None:
@@ -110,15 +109,57 @@ class PullProcessor:
     ) -> RemotingCommand | None:
         """Run the pull: checks, store read, commit, and hold when allowed.
 
+        ``PullMessageProcessor.processRequest``: the permission checks (:meth:`_check_request`),
+        the subscription (:meth:`_filter_codes`), a pending server-side offset reset
+        (:meth:`_offset_reset_response`), the store read (:meth:`_read`); then
+        ``DefaultPullMessageResultHandler``: the piggy-backed commit and the hold of a
+        PULL_NOT_FOUND pull (first pass only, :meth:`_suspend`), else the response
+        (:meth:`_response`).
+
         Returns:
             The response, or None when the pull was parked.
         """
-        b = self.broker
         group: str = h.consumer_group  # type: ignore[assignment]
         topic: str = h.topic  # type: ignore[assignment]
         queue_id: int = h.queue_id  # type: ignore[assignment]
         offset: int = h.queue_offset  # type: ignore[assignment]
-        sys_flag = h.sys_flag or 0
+        checked = self._check_request(cmd, group, topic, queue_id)
+        if isinstance(checked, RemotingCommand):
+            return checked
+        gcfg, tc = checked
+        codes = self._filter_codes(cmd, h, group, topic, gcfg)
+        if isinstance(codes, RemotingCommand):
+            return codes
+        sql: Sql92Expression | None = None
+        if isinstance(codes, Sql92Expression):
+            # SQL92: no tags-code prefilter; records are matched on their properties
+            sql, codes = codes, None
+        reset = self.broker.offsets.take_reset(group, topic, queue_id)
+        if reset is not None:
+            return self._offset_reset_response(cmd, topic, queue_id, reset, tc, gcfg)
+        result = self._read(h, topic, queue_id, offset, codes, sql)
+        status = getattr(result.status, "name", str(result.status))
+        code = pull_response_code(status, offset)
+        if allow_suspend:
+            sys_flag = h.sys_flag or 0
+            # Piggy-backed commit: first pass only, whatever the result (PullMessageProcessor step 14).
+            if sys_flag & sf.PULL_COMMIT_OFFSET and h.commit_offset is not None and h.commit_offset >= 0:
+                self.broker.offsets.commit_from_client(group, topic, queue_id, h.commit_offset)
+            if code == ResponseCode.PULL_NOT_FOUND and sys_flag & sf.PULL_SUSPEND:
+                self._suspend(cmd, conn, h, topic, queue_id, offset, codes)
+                return None
+        return self._response(cmd, code, status, result, topic, tc, gcfg)
+
+    def _check_request(
+        self, cmd: RemotingCommand, group: str, topic: str, queue_id: int
+    ) -> RemotingCommand | tuple[SubscriptionGroupConfig, TopicConfig]:
+        """The permission checks of ``processRequest``: the group's and the topic's configs, or
+        the error response.
+
+        Broker readable, the subscription group exists and may consume, the topic exists and is
+        readable, the queue id is one of its read queues.
+        """
+        b = self.broker
         if not sf.is_readable(b.config.broker_permission):
             return error(cmd, ResponseCode.NO_PERMISSION, f"the broker[{b.config.host}] pulling message is forbidden")
         gcfg = b.groups_config.find(group)
@@ -137,59 +178,95 @@ class PullProcessor:
                 ResponseCode.INVALID_PARAMETER,
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{tc.read_queue_nums}]",
             )
-        codes = self._filter_codes(cmd, h, group, topic, gcfg)
-        if isinstance(codes, RemotingCommand):
-            return codes
-        sql: Sql92Expression | None = None
-        if isinstance(codes, Sql92Expression):
-            # SQL92: no tags-code prefilter; records are matched on their properties
-            sql, codes = codes, None
-        tag_filter = None
-        if codes is not None and not sys_flag & sf.PULL_CLASS_FILTER:
-            wanted = codes
-            tag_filter = lambda code: pm.int32(code) in wanted  # noqa: E731
-        reset = b.offsets.take_reset(group, topic, queue_id)
-        if reset is not None:
-            # 5.x server-side reset (useServerSideResetOffset): OFFSET_RESET -> PULL_OFFSET_MOVED.
-            rh = PullMessageResponseHeader(
-                suggest_which_broker_id=0,
-                next_begin_offset=reset,
-                min_offset=b.store.get_min_offset(topic, queue_id),
-                max_offset=b.store.get_max_offset(topic, queue_id),
-                topic_sys_flag=tc.topic_sys_flag,
-                group_sys_flag=gcfg.group_sys_flag,
-            )
-            return cmd.response(ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", rh.to_ext_fields())
+        return gcfg, tc
+
+    def _offset_reset_response(
+        self,
+        cmd: RemotingCommand,
+        topic: str,
+        queue_id: int,
+        reset: int,
+        tc: TopicConfig,
+        gcfg: SubscriptionGroupConfig,
+    ) -> RemotingCommand:
+        """5.x server-side reset (``useServerSideResetOffset``): OFFSET_RESET -> PULL_OFFSET_MOVED
+        with ``nextBeginOffset`` = the reset offset."""
+        store = self.broker.store
+        rh = PullMessageResponseHeader(
+            suggest_which_broker_id=0,
+            next_begin_offset=reset,
+            min_offset=store.get_min_offset(topic, queue_id),
+            max_offset=store.get_max_offset(topic, queue_id),
+            topic_sys_flag=tc.topic_sys_flag,
+            group_sys_flag=gcfg.group_sys_flag,
+        )
+        return cmd.response(ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", rh.to_ext_fields())
+
+    def _read(
+        self,
+        h: PullMessageRequestHeader,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        codes: frozenset[int] | None,
+        sql: Sql92Expression | None,
+    ) -> GetResult:
+        """``getMessage``: up to ``maxMsgNums`` (at least 1) records and ``maxMsgBytes`` bytes
+        (when > 0) from ``offset``, filtered by tag codes (None: all) or by ``sql``; neither
+        filter applies to a class-filter pull (FLAG_CLASS_FILTER)."""
         max_nums = max(1, h.max_msg_nums or 1)
         kwargs: dict[str, Any] = {}
         if h.max_msg_bytes is not None and h.max_msg_bytes > 0:
             kwargs["max_total_bytes"] = h.max_msg_bytes
-        if sql is not None and not sys_flag & sf.PULL_CLASS_FILTER:
-            result = self._get_message_sql(topic, queue_id, offset, max_nums, sql, kwargs)
-        else:
-            result = b.store.get_message(topic, queue_id, offset, max_nums, tag_filter=tag_filter, **kwargs)
-        status = getattr(result.status, "name", str(result.status))
-        code = pull_response_code(status, offset)
-        # Piggy-backed commit: first pass only, whatever the result (PullMessageProcessor step 14).
-        if allow_suspend and sys_flag & sf.PULL_COMMIT_OFFSET and h.commit_offset is not None and h.commit_offset >= 0:
-            b.offsets.commit_from_client(group, topic, queue_id, h.commit_offset)
-        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & sf.PULL_SUSPEND:
-            hold_ms = (
-                (h.suspend_timeout_millis or 0) if b.config.long_polling_enable else b.config.short_polling_time_mills
+        class_filter = (h.sys_flag or 0) & sf.PULL_CLASS_FILTER
+        if sql is not None and not class_filter:
+            return self._get_message_sql(topic, queue_id, offset, max_nums, sql, kwargs)
+        tag_filter = None
+        if codes is not None and not class_filter:
+            wanted = codes
+            tag_filter = lambda code: pm.int32(code) in wanted  # noqa: E731
+        return self.broker.store.get_message(topic, queue_id, offset, max_nums, tag_filter=tag_filter, **kwargs)
+
+    def _suspend(
+        self,
+        cmd: RemotingCommand,
+        conn: Connection,
+        h: PullMessageRequestHeader,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        codes: frozenset[int] | None,
+    ) -> None:
+        """``PullRequestHoldService.suspendPullRequest``: hold the pull for ``suspendTimeoutMillis``
+        (long polling) or ``shortPollingTimeMills``; it is re-run (:meth:`rerun`) when a message
+        with a wanted tag code (``codes``, None: any) arrives on its queue or the time is up."""
+        b = self.broker
+        hold_ms = (h.suspend_timeout_millis or 0) if b.config.long_polling_enable else b.config.short_polling_time_mills
+        b.park_pull(
+            HeldPull(
+                topic=topic,
+                queue_id=queue_id,
+                offset=offset,
+                deadline=b.loop_time() + hold_ms / 1000.0,
+                code_set=codes,
+                request=cmd,
+                channel=conn,
+                context=h,
             )
-            b.park_pull(
-                HeldPull(
-                    topic=topic,
-                    queue_id=queue_id,
-                    offset=offset,
-                    deadline=b.loop_time() + hold_ms / 1000.0,
-                    code_set=codes,
-                    request=cmd,
-                    channel=conn,
-                    context=h,
-                )
-            )
-            return None
+        )
+
+    def _response(
+        self,
+        cmd: RemotingCommand,
+        code: ResponseCode,
+        status: str,
+        result: GetResult,
+        topic: str,
+        tc: TopicConfig,
+        gcfg: SubscriptionGroupConfig,
+    ) -> RemotingCommand:
+        """``DefaultPullMessageResultHandler``: the response header from the read; on SUCCESS the
+        records (the store's buffers, joined only when there are several) and the get stats."""
         rh = PullMessageResponseHeader(
             suggest_which_broker_id=0,
             next_begin_offset=result.next_begin_offset,
@@ -200,7 +277,7 @@ class PullProcessor:
         )
         body: bytes | memoryview = b""
         if code == ResponseCode.SUCCESS:
-            b.stats.on_get(topic, result.message_count)
+            self.broker.stats.on_get(topic, result.message_count)
             bufs = result.buffers
             body = bufs[0] if len(bufs) == 1 else b"".join(bufs)
         return cmd.response(int(code), status, rh.to_ext_fields(), body)
@@ -268,7 +345,7 @@ class PullProcessor:
             )
 
     def _filter_codes(
-        self, cmd: RemotingCommand, h: PullMessageRequestHeader, group: str, topic: str, gcfg: Any
+        self, cmd: RemotingCommand, h: PullMessageRequestHeader, group: str, topic: str, gcfg: SubscriptionGroupConfig
     ) -> RemotingCommand | frozenset[int] | Sql92Expression | None:
         """Resolve the subscription: from the header (FLAG_SUBSCRIPTION) or the heartbeat registry.
 

@@ -12,16 +12,12 @@ every hash-slot hit and lets the client filter). VIEW_MESSAGE_BY_ID (33) stays i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ...protocol.codes import RequestCode, ResponseCode
 from ...protocol.command import RemotingCommand
 from ...protocol.headers.admin import QueryMessageRequestHeader, QueryMessageResponseHeader
 from ...transport import Connection, Router
+from ..context import BrokerContext
 from .common import decode_header, require
-
-if TYPE_CHECKING:
-    from ..broker import Broker
 
 NOT_FOUND_REMARK = "can not find message, maybe time range not correct"
 
@@ -29,7 +25,7 @@ NOT_FOUND_REMARK = "can not find message, maybe time range not correct"
 class QueryProcessor:
     """Handler of QUERY_MESSAGE."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     def register(self, router: Router) -> None:

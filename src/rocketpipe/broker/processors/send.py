@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import random
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...errors import ProtocolError
 from ...protocol import message as pm
@@ -25,11 +25,9 @@ from ...store import MessageInner, PutResult, PutStatus
 from ...store.disk import disk_util
 from ...transport import DEFER, Connection, Router
 from .. import retry
-from ..topics import is_not_allowed_send_topic, validate_topic
+from ..context import BrokerContext
+from ..topics import TopicConfig, is_not_allowed_send_topic, validate_topic
 from .common import decode_header, error, require
-
-if TYPE_CHECKING:
-    from ..broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +167,7 @@ def _decode_send_header(cmd: RemotingCommand) -> SendMessageRequestHeader | _Sen
 class SendProcessor:
     """Handlers of the send codes and of CONSUMER_SEND_MSG_BACK."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self._rand = random.Random()
 
@@ -273,14 +271,46 @@ class SendProcessor:
     def _check_and_send(
         self, cmd: RemotingCommand, conn: Connection, h: SendMessageRequestHeader | _SendHeader
     ) -> RemotingCommand | tuple[list[MessageInner], int, bool]:
-        b = self.broker
-        cfg = b.config
+        """``SendMessageProcessor.sendMessage`` / ``sendBatchMessage`` up to the store put.
+
+        :meth:`_msg_check`, then the queue (a random writable one for ``queueId < 0``), the body
+        size and the stored sysflag (MULTI_TAGS for a MULTI_TAG topic); then the message(s) to
+        store: :meth:`_build_batch` or :meth:`_build_single`.
+
+        Returns:
+            The error response, or (messages to store, queue id, is batch).
+        """
         if type(h) is not _SendHeader:  # _SendHeader is only built with these set
             for name in ("producer_group", "topic", "queue_id", "born_timestamp"):
                 require(getattr(h, name), name)
         topic: str = h.topic  # type: ignore[assignment]
-        is_batch = bool(h.batch) or cmd.code == RequestCode.SEND_BATCH_MESSAGE
-        # msgCheck (names already in the topic table were validated when they were created)
+        tc = self._msg_check(cmd, h, topic)
+        if isinstance(tc, RemotingCommand):
+            return tc
+        queue_id: int = h.queue_id  # type: ignore[assignment]
+        if queue_id < 0:
+            queue_id = self._rand.randrange(1 << 30) % max(1, tc.write_queue_nums)
+        body = bytes(cmd.body)
+        max_size = self.broker.config.max_message_size
+        if len(body) > max_size:
+            return error(cmd, ResponseCode.MESSAGE_ILLEGAL, f"the message body size over max value, MAX: {max_size}")
+        props = pm.string_to_properties(h.properties or "")
+        sys_flag = (h.sys_flag or 0) | (sf.MULTI_TAGS_FLAG if tc.topic_filter_type == "MULTI_TAG" else 0)
+        if h.batch or cmd.code == RequestCode.SEND_BATCH_MESSAGE:
+            return self._build_batch(cmd, conn, h, topic, queue_id, body, props, sys_flag)
+        return self._build_single(cmd, conn, h, topic, queue_id, body, props, sys_flag)
+
+    def _msg_check(
+        self, cmd: RemotingCommand, h: SendMessageRequestHeader | _SendHeader, topic: str
+    ) -> RemotingCommand | TopicConfig:
+        """``AbstractSendMessageProcessor.msgCheck``: the topic's config, or the error response.
+
+        The topic name (unless already in the table: names there were validated when they were
+        created) and the forbidden system topics; a missing topic is auto-created
+        (:meth:`_create_topic_in_send`); an order topic on a broker without write permission;
+        a queue id past ``max(read, write)`` queues.
+        """
+        b = self.broker
         tc = b.topics.get(topic)
         if tc is None:
             problem = validate_topic(topic)
@@ -289,17 +319,11 @@ class SendProcessor:
         if is_not_allowed_send_topic(topic):
             return error(cmd, ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
         if tc is None:
-            unit = _TOPIC_SYS_FLAG_UNIT if h.unit_mode else 0
-            tc = b.topics.create_in_send(
-                topic, h.default_topic, h.default_topic_queue_nums or 0, unit, b.clock.now_ms()
-            )
-            if tc is None and retry.is_retry_topic(topic):
-                tc = b.topics.create_if_missing(topic, 1, sf.PERM_READ | sf.PERM_WRITE, unit, b.clock.now_ms())
+            tc = self._create_topic_in_send(topic, h)
             if tc is None:
                 return error(cmd, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
-            b.topics_changed()
-        if not sf.is_writeable(cfg.broker_permission) and tc.order:
-            return error(cmd, ResponseCode.NO_PERMISSION, f"the broker[{cfg.host}] sending message is forbidden")
+        if not sf.is_writeable(b.config.broker_permission) and tc.order:
+            return error(cmd, ResponseCode.NO_PERMISSION, f"the broker[{b.config.host}] sending message is forbidden")
         queue_id: int = h.queue_id  # type: ignore[assignment]
         if queue_id >= tc.queue_nums:
             return error(
@@ -308,20 +332,45 @@ class SendProcessor:
                 f"request queueId[{queue_id}] is illegal, topic:{topic} topicConfig.writeQueueNums:"
                 f"{tc.write_queue_nums} topicConfig.readQueueNums:{tc.read_queue_nums}",
             )
-        if queue_id < 0:
-            queue_id = self._rand.randrange(1 << 30) % max(1, tc.write_queue_nums)
-        body = bytes(cmd.body)
-        if len(body) > cfg.max_message_size:
-            return error(
-                cmd, ResponseCode.MESSAGE_ILLEGAL, f"the message body size over max value, MAX: {cfg.max_message_size}"
-            )
-        props = pm.string_to_properties(h.properties or "")
-        sys_flag = (h.sys_flag or 0) | (sf.MULTI_TAGS_FLAG if tc.topic_filter_type == "MULTI_TAG" else 0)
-        reconsume = h.reconsume_times or 0
-        if is_batch:
-            return self._build_batch(cmd, conn, h, topic, queue_id, body, props, sys_flag)
+        return tc
+
+    def _create_topic_in_send(self, topic: str, h: SendMessageRequestHeader | _SendHeader) -> TopicConfig | None:
+        """``createTopicInSendMessageMethod`` from the header's default topic; a retry topic
+        without a usable template gets one queue, perm RW (``createTopicInSendMessageBackMethod``).
+
+        Returns:
+            The created config (the broker re-registers), or None: TOPIC_NOT_EXIST.
+        """
+        b = self.broker
+        unit = _TOPIC_SYS_FLAG_UNIT if h.unit_mode else 0
+        tc = b.topics.create_in_send(topic, h.default_topic, h.default_topic_queue_nums or 0, unit, b.clock.now_ms())
+        if tc is None and retry.is_retry_topic(topic):
+            tc = b.topics.create_if_missing(topic, 1, sf.PERM_READ | sf.PERM_WRITE, unit, b.clock.now_ms())
+        if tc is not None:
+            b.topics_changed()
+        return tc
+
+    def _build_single(
+        self,
+        cmd: RemotingCommand,
+        conn: Connection,
+        h: SendMessageRequestHeader | _SendHeader,
+        topic: str,
+        queue_id: int,
+        body: bytes,
+        props: dict[str, str],
+        sys_flag: int,
+    ) -> RemotingCommand | tuple[list[MessageInner], int, bool]:
+        """The one message of a SEND_MESSAGE(_V2) (``sendMessage`` after ``msgCheck``).
+
+        Transactional prepared messages are refused; :meth:`_retry_redirect`
+        (``handleRetryAndDLQ``); a ``UNIQ_KEY`` when the producer sent none; ``CLUSTER``; then
+        the delay level (:meth:`~rocketpipe.broker.context.BrokerContext.apply_delay`).
+        """
+        b = self.broker
         if props.get(pm.PROPERTY_TRANSACTION_PREPARED) == "true":
             return error(cmd, ResponseCode.NO_PERMISSION, "transaction messages are not supported by this broker")
+        reconsume = h.reconsume_times or 0
         if retry.is_retry_topic(topic):
             redirected = self._retry_redirect(cmd, topic, props, reconsume, h.max_reconsume_times)
             if isinstance(redirected, RemotingCommand):
@@ -330,7 +379,7 @@ class SendProcessor:
                 topic, queue_id = redirected
         if pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX not in props:
             props[pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = b.unique_ids.next_id()
-        props[pm.PROPERTY_CLUSTER] = cfg.broker_cluster_name
+        props[pm.PROPERTY_CLUSTER] = b.config.broker_cluster_name
         # properties over 32767 bytes: the store answers PROPERTIES_SIZE_EXCEEDED -> MESSAGE_ILLEGAL
         inner = self._inner(
             topic, queue_id, body, h.flag or 0, props, sys_flag, h.born_timestamp or 0, conn.remote_address, reconsume

@@ -20,6 +20,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from rocketpipe import eventloop
+
 from ..errors import EXIT_TIMEOUT, fail, handle_errors
 
 if TYPE_CHECKING:
@@ -161,7 +163,7 @@ def consume(
 ) -> None:
     """Consume TOPIC with a push consumer and print each message."""
     try:
-        printed = asyncio.run(
+        printed = eventloop.run(
             consume_messages(
                 namesrv=namesrv,
                 topic=topic,

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from rocketpipe import eventloop
+
 from ..errors import EXIT_FAILURE, EXIT_USAGE, fail, handle_errors
 
 if TYPE_CHECKING:
@@ -127,7 +129,7 @@ def produce(
     if body is None and sys.stdin.isatty():
         raise fail("give --body TEXT or pipe messages on stdin (one per line)", EXIT_USAGE)
     started = time.perf_counter()
-    sent, not_ok = asyncio.run(
+    sent, not_ok = eventloop.run(
         produce_messages(
             namesrv=namesrv,
             topic=topic,

@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from rocketpipe import eventloop
 from rocketpipe.errors import InvalidArgumentError, RocketMQError
+from rocketpipe.eventloop import event_loop_name
 from rocketpipe.transport.limits import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IDLE_SECONDS, ServerLimits
 
 from ..errors import EXIT_CONNECTION, EXIT_USAGE, fail, handle_errors
@@ -85,11 +87,13 @@ def _start_line(
             f"deleteWhen={config.delete_when}",
             f"diskMaxUsedSpaceRatio={config.disk_max_used_space_ratio}%",
             f"cleanFileForciblyEnable={str(config.clean_file_forcibly_enable).lower()}",
+            f"maxTransferCountOnMessageInMemory={config.max_transfer_count_on_message_in_memory}",
             f"recoverMetadata={str(config.recover_metadata).lower()}",
         ]
     fields += [
         f"serverChannelMaxIdleTimeSeconds={limits.server_channel_max_idle_time_seconds}",
         f"maxConnections={limits.server_max_connections}",
+        f"eventLoop={event_loop_name()}",
     ]
     return "rocketpipe serve started " + " ".join(fields)
 
@@ -201,6 +205,23 @@ def serve(
             help="Disk use (percent) past which expired files are deleted at any hour (diskMaxUsedSpaceRatio; the store clamps it to 10..95).",
         ),
     ] = 75,
+    max_transfer_count: Annotated[
+        int,
+        typer.Option(
+            "--max-transfer-count",
+            metavar="N",
+            help="Most messages one pull returns (maxTransferCountOnMessageInMemory, 32 as Java; "
+            "e.g. 1024 for Spark or batch readers).",
+        ),
+    ] = 32,
+    max_transfer_bytes: Annotated[
+        int,
+        typer.Option(
+            "--max-transfer-bytes",
+            metavar="BYTES",
+            help="Most bytes one pull returns (maxTransferBytesOnMessageInMemory, 262144 as Java).",
+        ),
+    ] = 256 * 1024,
     clean_file_forcibly: Annotated[
         bool,
         typer.Option(
@@ -253,6 +274,8 @@ def serve(
         ("--file-reserved-time", file_reserved_time, 1, None),
         ("--disk-max-used-space-ratio", disk_max_used_space_ratio, 1, 100),
         ("--max-idle-seconds", max_idle_seconds, 0, None),
+        ("--max-transfer-count", max_transfer_count, 1, None),
+        ("--max-transfer-bytes", max_transfer_bytes, 1, None),
         ("--max-connections", max_connections, 1, None),
         ("--log-max-bytes", log_max_bytes, 1, None),
         ("--log-backups", log_backups, 1, None),
@@ -280,6 +303,8 @@ def serve(
             delete_when=delete_when,
             disk_max_used_space_ratio=disk_max_used_space_ratio,
             clean_file_forcibly_enable=clean_file_forcibly,
+            max_transfer_count_on_message_in_memory=max_transfer_count,
+            max_transfer_bytes_on_message_in_memory=max_transfer_bytes,
             server_channel_max_idle_time_seconds=max_idle_seconds,
             server_max_connections=max_connections,
             recover_metadata=recover_metadata,
@@ -296,7 +321,7 @@ def serve(
             max_idle_seconds, period_s,
         )  # fmt: skip
     try:
-        asyncio.run(
+        eventloop.run(
             run_servers(
                 host=host,
                 namesrv_port=None if broker_only else namesrv_port,

@@ -13,6 +13,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from rocketpipe import eventloop
+
 from ..errors import handle_errors
 
 console = Console(highlight=False, soft_wrap=True)
@@ -69,7 +71,7 @@ def create(
     namesrv: NamesrvOption = DEFAULT_NAMESRV,
 ) -> None:
     """Create (or update) TOPIC on every master broker of the cluster."""
-    n = asyncio.run(_create(namesrv, topic, queues))
+    n = eventloop.run(_create(namesrv, topic, queues))
     if n:
         console.print(f"topic {topic}: {n} queue(s) in its route")
     else:
@@ -83,7 +85,7 @@ def stats(
     namesrv: NamesrvOption = DEFAULT_NAMESRV,
 ) -> None:
     """Show TOPIC's queues with their min and max offsets and message counts."""
-    rows = asyncio.run(_stats(namesrv, topic))
+    rows = eventloop.run(_stats(namesrv, topic))
     table = Table(title=f"topic {topic}", title_justify="left", box=box.SIMPLE_HEAD)
     for col in ("broker", "queue", "min offset", "max offset", "messages"):
         table.add_column(col, justify="left" if col == "broker" else "right")

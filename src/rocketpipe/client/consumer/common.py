@@ -1,20 +1,27 @@
-"""Steps shared by the push, lite pull and simple consumers (L3): constructor checks, route refresh.
+"""Steps shared by the push, lite pull and simple consumers (L3): constructor checks, route
+refresh, the start-up subscription check.
 
-Mirrors ``DefaultMQPushConsumerImpl.checkConfig`` (group checks) and the "own a runtime unless
-given one" rule that ``MQClientManager.getOrCreateMQClientInstance`` plays in Java.
+Mirrors ``DefaultMQPushConsumerImpl.checkConfig`` (group checks), the "own a runtime unless
+given one" rule that ``MQClientManager.getOrCreateMQClientInstance`` plays in Java, and
+``MQClientInstance.checkClientInBroker``.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ...clock import Clock
 from ...errors import InvalidArgumentError, RocketMQError, TopicNotExistError
+from .. import rpc
 from ..config import ClientConfig
 from ..runtime import ClientRuntime
 
-__all__ = ["check_consumer_group", "refresh_routes", "resolve_runtime"]
+if TYPE_CHECKING:
+    from ...protocol.bodies.heartbeat import SubscriptionData
+
+__all__ = ["check_client_in_broker", "check_consumer_group", "refresh_routes", "resolve_runtime"]
 
 log = logging.getLogger(__name__)
 
@@ -61,3 +68,28 @@ async def refresh_routes(runtime: ClientRuntime, topics: Iterable[str], logger: 
             lg.info("no route for subscribed topic=%s", topic)
         except RocketMQError as exc:
             lg.warning("route fetch failed topic=%s err=%s", topic, exc)
+
+
+async def check_client_in_broker(runtime: ClientRuntime, group: str, subscriptions: Iterable[SubscriptionData]) -> None:
+    """CHECK_CLIENT_CONFIG for each non-TAG subscription (``MQClientInstance.checkClientInBroker``).
+
+    Asks the master of one broker serving the topic (Java assumes every broker of a
+    cluster shares the configuration); topics without a known route are skipped.
+
+    Raises:
+        BrokerError: the broker rejects the subscription (SYSTEM_ERROR: filter type not
+            enabled; SUBSCRIPTION_PARSE_FAILED: the expression does not compile).
+    """
+    rt = runtime
+    for sd in list(subscriptions):
+        if sd.expression_type in ("", "TAG"):
+            continue
+        route = rt.cached_route(sd.topic)
+        addr = None
+        for bd in sorted(route.broker_datas or (), key=lambda d: d.broker_name) if route is not None else ():
+            addr = rt.find_broker_addr(bd.broker_name)
+            if addr is not None:
+                break
+        if addr is None:
+            continue
+        await rpc.check_client_config(rt.pool, addr, rt.client_id, group, sd, rt.config.request_timeout)

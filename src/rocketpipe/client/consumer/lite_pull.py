@@ -34,7 +34,6 @@ from ...clock import SYSTEM_CLOCK, Clock
 from ...errors import ClientClosedError, InvalidArgumentError, RocketMQError
 from ...protocol.bodies.heartbeat import EXPRESSION_TYPE_TAG, ConsumerData, SubscriptionData
 from ...protocol.message import MessageExt, MessageQueue
-from .. import rpc
 from .._tasks import TaskOwner
 from ..config import ClientConfig
 from ..routing import subscribe_queues
@@ -44,21 +43,14 @@ from .common import check_consumer_group, resolve_runtime
 from .listener import MessageModel
 from .lite_pull_fetch import LitePullFetcher
 from .lite_pull_queues import AssignedQueues, LitePullSettings
-from .lite_pull_rebalance import TopicRebalancer
-from .offsets import (
-    ConsumeFromWhere,
-    ReadOffsetType,
-    RemoteOffsetStore,
-    compute_pull_from_where,
-    default_consume_timestamp,
-)
+from .offset_ops import BrokerOffsets, persist_quietly
+from .offsets import ConsumeFromWhere, ReadOffsetType, RemoteOffsetStore, default_consume_timestamp
+from .rebalance_service import RebalanceService
 
 log = logging.getLogger(__name__)
 
 #: rocketmq.client.rebalance.waitInterval (20 000 ms), seconds.
 REBALANCE_INTERVAL: Final = 20.0
-#: RemoteBrokerOffsetStore update timeout (5 000 ms), seconds.
-OFFSET_UPDATE_TIMEOUT: Final = 5.0
 
 
 class SubscriptionType(enum.Enum):
@@ -173,7 +165,8 @@ class LitePullConsumer:
         self._subscriptions: dict[str, SubscriptionData] = {}
         self._assign_expressions: dict[str, str] = {}
         self._assigned = AssignedQueues()
-        self._offset_store = RemoteOffsetStore(self._query_offset, self._commit_offset)
+        self._offsets = BrokerOffsets(runtime, consumer_group)
+        self._offset_store = RemoteOffsetStore(self._offsets.query, self._offsets.commit)
         self._tasks = TaskOwner(f"lite-pull[{consumer_group}]")
         self._fetcher = LitePullFetcher(
             runtime,
@@ -184,13 +177,14 @@ class LitePullConsumer:
             self._subscription_for,
             self._compute_start_offset,
         )
-        self._rebalancer = TopicRebalancer(
+        self._rebalancer = RebalanceService(
             runtime,
             consumer_group,
-            allocate_strategy,
+            lambda: allocate_strategy,
             lambda: list(self._subscriptions),
             self._apply_allocation,
             rebalance_interval,
+            release_without_route=True,
         )
         self._next_auto_commit = -1.0
         self._iter_buffer: deque[MessageExt] = deque()
@@ -369,10 +363,7 @@ class LitePullConsumer:
         if self.settings.auto_commit:
             self._commit_memory(self._assigned.consume_offsets())
         for mq in self._assigned.queues():
-            try:
-                await self._offset_store.persist(mq, oneway=False)
-            except RocketMQError as exc:
-                log.warning("persist offset at shutdown failed group=%s mq=%s err=%s", self.group, mq, exc)
+            await persist_quietly(self._offset_store, mq, self.group, "offset at shutdown")
         self._assigned.clear()
         self._runtime.unregister_consumer(self.group)
         await self._runtime.unregister_client(consumer_group=self.group)
@@ -542,7 +533,7 @@ class LitePullConsumer:
             ClientClosedError: not running; BrokerError / TransportError.
         """
         self._check_running()
-        return await self._search_offset(mq, timestamp_ms)
+        return await self._offsets.search(mq, timestamp_ms)
 
     async def min_offset(self, mq: MessageQueue) -> int:
         """Return the smallest offset of ``mq`` on its broker.
@@ -551,8 +542,7 @@ class LitePullConsumer:
             ClientClosedError: not running; BrokerError / TransportError.
         """
         self._check_running()
-        rt = self._runtime
-        return await rpc.get_min_offset(rt.pool, await self._master(mq), mq, rt.config.request_timeout)
+        return await self._offsets.min_offset(mq)
 
     async def max_offset(self, mq: MessageQueue) -> int:
         """Return the max offset of ``mq`` (the next offset to be written).
@@ -561,7 +551,7 @@ class LitePullConsumer:
             ClientClosedError: not running; BrokerError / TransportError.
         """
         self._check_running()
-        return await self._max_offset(mq)
+        return await self._offsets.max_offset(mq)
 
     async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
         """Return the readable queues of ``topic`` (fresh route), sorted.
@@ -656,10 +646,7 @@ class LitePullConsumer:
         for mq in change.removed:
             self._fetcher.stop_queue(mq)
             self._retire_offset(mq, before.get(mq, -1))
-            try:
-                await self._offset_store.persist(mq, oneway=False)
-            except RocketMQError as exc:
-                log.warning("persist offset of revoked queue failed group=%s mq=%s err=%s", self.group, mq, exc)
+            await persist_quietly(self._offset_store, mq, self.group, "offset of revoked queue")
             self._offset_store.remove(mq)
             log.info("rebalance: drop queue group=%s mq=%s", self.group, mq)
         for mq in change.added:
@@ -690,39 +677,13 @@ class LitePullConsumer:
 
     async def _compute_start_offset(self, mq: MessageQueue) -> int:
         """``computePullFromWhereWithException`` (offset store read memory-first)."""
-        return await compute_pull_from_where(
+        return await self._offsets.start_offset(
             self.consume_from_where,
             mq,
-            read_store_offset=lambda q: self._offset_store.read_offset(q, ReadOffsetType.MEMORY_FIRST_THEN_STORE),
-            max_offset=self._max_offset,
-            search_offset=self._search_offset,
-            consume_timestamp=self.consume_timestamp,
+            self._offset_store,
+            ReadOffsetType.MEMORY_FIRST_THEN_STORE,
+            self.consume_timestamp,
         )
-
-    # ------------------------------------------------------------------ broker calls
-
-    async def _master(self, mq: MessageQueue) -> str:
-        return await self._runtime.find_master_addr(mq.broker_name, mq.topic)
-
-    async def _query_offset(self, mq: MessageQueue) -> int:
-        rt = self._runtime
-        return await rpc.query_consumer_offset(
-            rt.pool, await self._master(mq), self.group, mq, rt.config.request_timeout
-        )
-
-    async def _commit_offset(self, mq: MessageQueue, offset: int, oneway: bool) -> None:
-        rt = self._runtime
-        await rpc.update_consumer_offset(
-            rt.pool, await self._master(mq), self.group, mq, offset, OFFSET_UPDATE_TIMEOUT, oneway=oneway
-        )
-
-    async def _max_offset(self, mq: MessageQueue) -> int:
-        rt = self._runtime
-        return await rpc.get_max_offset(rt.pool, await self._master(mq), mq, rt.config.request_timeout)
-
-    async def _search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        rt = self._runtime
-        return await rpc.search_offset(rt.pool, await self._master(mq), mq, timestamp_ms, rt.config.request_timeout)
 
 
 __all__ = ["LitePullConsumer", "SubscriptionType"]

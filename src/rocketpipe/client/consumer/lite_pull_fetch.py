@@ -40,6 +40,7 @@ from .lite_pull_queues import (
     AssignedQueues,
     ConsumeRequest,
     LitePullSettings,
+    QueueState,
     lite_flow_control_delay,
 )
 from .pull import process_pull_result
@@ -47,6 +48,7 @@ from .pull import process_pull_result
 if TYPE_CHECKING:
     from .._tasks import TaskOwner
     from ..runtime import ClientRuntime
+    from .process_queue import ProcessQueue
 
 log = logging.getLogger(__name__)
 
@@ -193,8 +195,30 @@ class LitePullFetcher:
             return PULL_DELAY_WHEN_PAUSE
         pq = st.pq
         pq.last_pull_time = asyncio.get_running_loop().time()
-        s = self._s
-        fc = lite_flow_control_delay(len(self._cache), pq, s)
+        fc = self._flow_control(mq, pq)
+        if fc is not None:
+            return fc
+        offset = self._assigned.take_next_pull_offset(mq)
+        if offset < 0:
+            offset = await self._start_offset(mq)
+            if offset < 0:
+                return PULL_DELAY_ON_START_OFFSET_ERROR
+            if pq.dropped:
+                return None
+        sub = self._sub_of(mq.topic)
+        if sub is None:
+            return None
+        raw = await self._pull_or_delay(mq, pq, sub, offset)
+        if not isinstance(raw, PullRaw):
+            return raw
+        if pq.dropped or self._closed:
+            return None
+        self._on_result(st, sub, offset, raw)
+        return 0.0
+
+    def _flow_control(self, mq: MessageQueue, pq: ProcessQueue) -> float | None:
+        """:func:`lite_flow_control_delay`, logged once per :data:`_FLOW_CONTROL_LOG_EVERY` waits."""
+        fc = lite_flow_control_delay(len(self._cache), pq, self._s)
         if fc is not None:
             self._flow_control_times += 1
             if self._flow_control_times % _FLOW_CONTROL_LOG_EVERY == 1:
@@ -207,30 +231,27 @@ class LitePullFetcher:
                     pq.msg_size,
                     pq.max_span(),
                 )
-            return fc
-        offset = self._assigned.take_next_pull_offset(mq)
-        if offset < 0:
-            offset = await self._start_offset(mq)
-            if offset < 0:
-                return PULL_DELAY_ON_START_OFFSET_ERROR
-            if pq.dropped:
-                return None
-        sub = self._sub_of(mq.topic)
-        if sub is None:
-            return None
+        return fc
+
+    async def _pull_or_delay(
+        self, mq: MessageQueue, pq: ProcessQueue, sub: SubscriptionData, offset: int
+    ) -> PullRaw | float:
+        """:meth:`_pull`, or the back-off after its error (broker FLOW_CONTROL: 20 ms)."""
         try:
-            raw = await self._pull(mq, sub, offset)
+            return await self._pull(mq, sub, offset)
         except BrokerError as exc:
             if exc.response_code == _FLOW_CONTROL:
                 return PULL_DELAY_WHEN_BROKER_FLOW_CONTROL
             log.warning("pull failed group=%s mq=%s offset=%d err=%s", self._group, mq, offset, exc)
-            return s.pull_time_delay_when_exception
         except RocketMQError as exc:
             if not pq.dropped:
                 log.warning("pull failed group=%s mq=%s offset=%d err=%s", self._group, mq, offset, exc)
-            return s.pull_time_delay_when_exception
-        if pq.dropped or self._closed:
-            return None
+        return self._s.pull_time_delay_when_exception
+
+    def _on_result(self, st: QueueState, sub: SubscriptionData, offset: int, raw: PullRaw) -> None:
+        """Handle one pull response: cache a FOUND batch (unless a seek is pending), log
+        OFFSET_ILLEGAL, and move the pull offset to ``nextBeginOffset`` whatever the status."""
+        mq, pq = st.mq, st.pq
         self._suggest_broker[mq] = raw.suggest_which_broker_id
         if raw.status is PullStatus.FOUND:
             msgs = process_pull_result(raw, mq, sub)
@@ -247,7 +268,6 @@ class LitePullFetcher:
                 raw.next_begin_offset,
             )
         self._assigned.update_pull_offset(mq, raw.next_begin_offset, pq)
-        return 0.0
 
     async def _pull(self, mq: MessageQueue, sub: SubscriptionData, offset: int) -> PullRaw:
         """One long-poll pull with the lite-pull flags (``pullSyncImpl`` with block=true)."""

@@ -6,7 +6,8 @@
   "next offset to consume" per queue, read from and persisted to the broker through injected
   async callables (so the class itself is testable without a network).
 
-Imports protocol.message and errors only; the RPCs are passed in by the push consumer.
+Imports protocol.message and errors only; the RPCs are passed in (the consumers pass
+:class:`~rocketpipe.client.consumer.offset_ops.BrokerOffsets`' calls).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 Mirrors ``RebalanceImpl.rebalanceByTopic`` + ``updateProcessQueueTableInRebalance``: which held
 queues of a topic to drop (no longer allocated, or — push consumers — idle for more than
-120 s) and which newly allocated queues to add. The async driver lives in
-:mod:`rocketpipe.client.consumer.push`.
+120 s) and which newly allocated queues to add. The round that computes the allocation is
+:mod:`rocketpipe.client.consumer.rebalance_service`; the push consumer applies this diff in
+:mod:`rocketpipe.client.consumer.rebalance_push`.
 
 >>> from rocketpipe.protocol.message import MessageQueue
 >>> q = [MessageQueue("T", "b", i) for i in range(3)]
