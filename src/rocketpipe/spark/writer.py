@@ -87,6 +87,7 @@ from pyspark.sql.types import (
 from ..client import MessageQueue, Producer, SendResult, SendStatus
 from ..client.routing import publish_queues
 from ..errors import InvalidArgumentError, RocketMQError
+from ..eventloop import new_event_loop
 from ..protocol.message import (
     PROPERTY_KEYS,
     PROPERTY_TAGS,
@@ -288,7 +289,7 @@ class _LoopThread:
     """A private asyncio loop on a daemon thread; the sender's producer lives on it."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="rocketmq-sink", daemon=True)
         self._thread.start()
 
