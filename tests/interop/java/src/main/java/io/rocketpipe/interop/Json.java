@@ -119,6 +119,15 @@ final class Json {
         return m;
     }
 
+    /** The exception and its causes, one line: "e | caused by: c1 | caused by: c2". */
+    static String error(Throwable e) {
+        StringBuilder sb = new StringBuilder(String.valueOf(e));
+        for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+            sb.append(" | caused by: ").append(c);
+        }
+        return sb.toString();
+    }
+
     static void print(Object o) {
         System.out.flush();
         System.out.println(write(o));

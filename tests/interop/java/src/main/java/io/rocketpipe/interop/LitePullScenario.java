@@ -62,7 +62,7 @@ public final class LitePullScenario {
             out.put("ok", true);
         } catch (Exception e) {
             out.put("ok", false);
-            out.put("error", String.valueOf(e));
+            out.put("error", Json.error(e));
         } finally {
             out.put("polled", polled);
             c.shutdown();

@@ -151,7 +151,7 @@ public final class OrderlyConsumerScenario {
             out.put("ok", true);
         } catch (Exception e) {
             out.put("ok", false);
-            out.put("error", String.valueOf(e));
+            out.put("error", Json.error(e));
         } finally {
             out.put("clientId", c.buildMQClientId());
             p.shutdown();

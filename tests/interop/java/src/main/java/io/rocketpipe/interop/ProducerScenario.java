@@ -82,7 +82,7 @@ public final class ProducerScenario {
             out.put("ok", true);
         } catch (Exception e) {
             out.put("ok", false);
-            out.put("error", String.valueOf(e));
+            out.put("error", Json.error(e));
         } finally {
             p.shutdown();
         }
