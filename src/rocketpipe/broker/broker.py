@@ -771,8 +771,7 @@ def _consume_result(task: asyncio.Task[None]) -> None:
 def _tags_code_of(inner: MessageInner) -> int | None:
     if inner.tags_code is not None:
         return inner.tags_code
-    props = inner.properties if isinstance(inner.properties, dict) else pm.string_to_properties(inner.properties)
-    return pm.tag_code(props.get(pm.PROPERTY_TAGS))
+    return pm.tag_code(inner.get_property(pm.PROPERTY_TAGS))
 
 
 def _ip_bytes(host: str) -> bytes:

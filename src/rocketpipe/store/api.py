@@ -74,6 +74,29 @@ class MessageInner:
     prepared_transaction_offset: int = 0
     tags_code: int | None = None
 
+    def get_property(self, key: str) -> str | None:
+        """One property (None when absent or empty), from the dict or the wire string alike."""
+        return property_value(self.properties, key)
+
+
+def property_value(props: dict[str, str] | str, key: str) -> str | None:
+    """One property of a dict or of a wire properties string, without parsing the whole string.
+
+    For a string, the last ``key\\x01value`` pair wins and an empty value is None, as Java's
+    ``MessageDecoder.string2messageProperties`` reads it.
+    """
+    if not isinstance(props, str):
+        return props.get(key)
+    needle = key + "\x01"
+    i = props.rfind(needle)
+    while i > 0 and props[i - 1] != "\x02":
+        i = props.rfind(needle, 0, i)
+    if i < 0:
+        return None
+    start = i + len(needle)
+    j = props.find("\x02", start)
+    return props[start : j if j >= 0 else len(props)] or None
+
 
 @dataclass(slots=True)
 class PutResult:

@@ -39,7 +39,7 @@ from ..protocol.message import (
 from ..protocol.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from ..protocol.names import SCHEDULE_TOPIC as SCHEDULE_TOPIC
 from ..ratelog import RateLimitedLog
-from .api import CommitLogFile, GetResult, GetStatus, MessageInner, PutResult, PutStatus, QueryResult
+from .api import CommitLogFile, GetResult, GetStatus, MessageInner, PutResult, PutStatus, QueryResult, property_value
 from .checkpoint import Checkpoint
 from .commit_log import END_FILE_MIN_BLANK_LENGTH, CommitLog
 from .config import CQ_STORE_UNIT_SIZE, StoreConfig
@@ -976,19 +976,7 @@ def _offset_refusal(offset: int, min_off: int, max_off: int) -> GetResult | None
     return None
 
 
-def _property(props: dict[str, str] | str, key: str) -> str | None:
-    """One property of a dict or a wire properties string (last duplicate wins, as in Java)."""
-    if not isinstance(props, str):
-        return props.get(key)
-    needle = key + "\x01"
-    i = props.rfind(needle)
-    while i > 0 and props[i - 1] != "\x02":
-        i = props.rfind(needle, 0, i)
-    if i < 0:
-        return None
-    start = i + len(needle)
-    j = props.find("\x02", start)
-    return props[start : j if j >= 0 else len(props)] or None
+_property = property_value  # hot-path alias
 
 
 def _encode_batch(

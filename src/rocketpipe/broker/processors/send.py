@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import random
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Final
 
 from ...errors import ProtocolError
 from ...protocol import message as pm
@@ -223,7 +224,7 @@ class SendProcessor:
             result = b.put_message(inners[0])
         status = _status_name(result.status)
         if status == "PUT_OK":
-            wait = inners[0].properties.get(pm.PROPERTY_WAIT_STORE_MSG_OK, "true") != "false"  # type: ignore[union-attr]
+            wait = inners[0].get_property(pm.PROPERTY_WAIT_STORE_MSG_OK) != "false"
             if wait and b.config.flush_disk_type == "SYNC_FLUSH":
                 return inners, queue_id, is_batch, result, ext_extra
         return self._send_response(cmd, inners, queue_id, is_batch, result, status, ext_extra)
@@ -262,7 +263,7 @@ class SendProcessor:
             "queueOffset": str(result.queue_offset),
         }
         if not is_batch:
-            uniq = inners[0].properties.get(pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "")  # type: ignore[union-attr]
+            uniq = inners[0].get_property(pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
             if uniq:
                 ext["transactionId"] = uniq
         ext.update(ext_extra)
@@ -449,29 +450,28 @@ class SendProcessor:
             return error(cmd, ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {exc}")
         if not entries:
             return error(cmd, ResponseCode.MESSAGE_ILLEGAL, "empty batch body")
-        inners: list[MessageInner] = []
-        for flag, mbody, props_str in entries:
-            props = pm.string_to_properties(props_str)
-            # Store inner properties only (apache/rocketmq e1021ecc73); never the envelope UNIQ_KEY.
-            if pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX not in props:
-                props[pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = b.unique_ids.next_id()
-            if pm.PROPERTY_WAIT_STORE_MSG_OK in envelope:
-                props.setdefault(pm.PROPERTY_WAIT_STORE_MSG_OK, envelope[pm.PROPERTY_WAIT_STORE_MSG_OK])
-            props[pm.PROPERTY_CLUSTER] = b.config.broker_cluster_name
-            inners.append(
+        wait = envelope.get(pm.PROPERTY_WAIT_STORE_MSG_OK)
+        cluster_pair = f"{pm.PROPERTY_CLUSTER}\x01{b.config.broker_cluster_name}\x02"
+        next_id = b.unique_ids.next_id
+        born, host, reconsume = h.born_timestamp or 0, conn.remote_address, h.reconsume_times or 0
+        return (
+            [
                 self._inner(
                     topic,
                     queue_id,
                     mbody,
                     flag,
-                    props,
+                    _batch_inner_properties(props_str, wait, cluster_pair, next_id),
                     sys_flag,
-                    h.born_timestamp or 0,
-                    conn.remote_address,
-                    h.reconsume_times or 0,
+                    born,
+                    host,
+                    reconsume,
                 )
-            )
-        return inners, queue_id, True
+                for flag, mbody, props_str in entries
+            ],
+            queue_id,
+            True,
+        )
 
     def _inner(
         self,
@@ -568,3 +568,37 @@ class SendProcessor:
 
 
 __all__ = ["SendProcessor", "put_status_code"]
+
+
+_UNIQ_PAIR: Final = pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX + "\x01"
+_WAIT_PAIR: Final = pm.PROPERTY_WAIT_STORE_MSG_OK + "\x01"
+_CLUSTER_PAIR: Final = pm.PROPERTY_CLUSTER + "\x01"
+
+
+def _has_key(props: str, pair: str) -> bool:
+    """``props`` (a wire properties string) holds the key of ``pair`` (``"KEY\x01"``)."""
+    return props.startswith(pair) or ("\x02" + pair) in props
+
+
+def _batch_inner_properties(props: str, wait: str | None, cluster_pair: str, next_id: Callable[[], str]) -> str:
+    """The properties stored for one message of a batch, spliced as a string (no parse).
+
+    Stores the message's own properties (apache/rocketmq e1021ecc73: never the envelope's
+    UNIQ_KEY) plus, when missing, a broker-made UNIQ_KEY and the envelope's WAIT, then CLUSTER —
+    as Java's ``MessageExtEncoder`` appends to the inner properties bytes instead of re-serialising
+    them. A message that already carries CLUSTER is parsed so that CLUSTER is replaced, not doubled.
+    """
+    if _CLUSTER_PAIR in props and _has_key(props, _CLUSTER_PAIR):
+        d = pm.string_to_properties(props)
+        d.setdefault(pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, next_id())
+        if wait is not None:
+            d.setdefault(pm.PROPERTY_WAIT_STORE_MSG_OK, wait)
+        d[pm.PROPERTY_CLUSTER] = cluster_pair[len(_CLUSTER_PAIR) : -1]
+        return pm.properties_to_string(d)
+    if props and props[-1] != "\x02":
+        props += "\x02"
+    if not _has_key(props, _UNIQ_PAIR):
+        props += f"{_UNIQ_PAIR}{next_id()}\x02"
+    if wait is not None and not _has_key(props, _WAIT_PAIR):
+        props += f"{_WAIT_PAIR}{wait}\x02"
+    return props + cluster_pair
