@@ -55,6 +55,9 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
+from java_peer import CLIENT_VERSION as JAVA_CLIENT_VERSION
+from java_peer import COUNTERPART as JAVA_COUNTERPART
+from java_peer import run_java_peer
 from peers import (
     APACHE_VERSION,
     TARGETS,
@@ -343,8 +346,17 @@ def comparison(
 ) -> tuple[Table, dict[str, dict[str, Any]]]:
     """rocketpipe vs ``peer`` per scenario: median rates, median [min–max] of the per-round ratios, latencies, notes."""
     run = runs[peer]
-    name = {"apache": f"Apache {APACHE_VERSION}", "redis": "Redis"}.get(peer, f"rocketpipe@{args.baseline}")
-    if peer == "baseline":
+    name = {
+        "apache": f"Apache {APACHE_VERSION}",
+        "redis": "Redis",
+        "java": f"Java client + Apache {APACHE_VERSION}",
+    }.get(peer, f"rocketpipe@{args.baseline}")
+    if peer == "java":
+        title = (
+            f"rocketpipe (Python client + broker) vs Apache RocketMQ {APACHE_VERSION} driven by its own Java client "
+            f"{JAVA_CLIENT_VERSION} (one warmed JVM; its rounds follow the others')"
+        )
+    elif peer == "baseline":
         title = f"Same Python client, rocketpipe serve now vs at {args.baseline} (before/after, same run)"
     elif peer == "apache":
         title = f"Same Python client, two brokers ({'ASYNC' if args.flush == 'async' else 'SYNC'}_FLUSH): rocketpipe serve vs Apache RocketMQ {APACHE_VERSION}"
@@ -359,7 +371,7 @@ def comparison(
     cols = [
         "scenario",
         "rocketpipe msg/s",
-        *([f"{name} counterpart"] if peer == "redis" else []),
+        *([f"{name} counterpart"] if peer in ("redis", "java") else []),
         f"{name} msg/s",
         f"rocketpipe/{short} [min–max]",
         "p50/p99 ms rp",
@@ -372,7 +384,7 @@ def comparison(
     theirs = {r.scenario: r for r in run.get("results", [])}
     ratios: dict[str, dict[str, Any]] = {}
     for i, sc in enumerate(plan(args.messages, "bench")):
-        key = sc.redis_name if peer == "redis" else sc.name
+        key = sc.redis_name if peer == "redis" else JAVA_COUNTERPART[sc.name] if peer == "java" else sc.name
         a, b = mine.get(sc.name), theirs.get(key)
         pairs = zip(
             [rnd[i] for rnd in runs["rocketpipe"].get("rounds", [])],
@@ -390,7 +402,7 @@ def comparison(
         t.add_row(
             sc.name,
             cell(a, args.size),
-            *([key] if peer == "redis" else []),
+            *([key] if peer in ("redis", "java") else []),
             "not measured" if missing else cell(b, args.size),
             shown,
             latency(a),
@@ -403,7 +415,9 @@ def comparison(
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
-        "--peers", default="apache,redis", help="comma-separated peers among apache,redis; 'none' for rocketpipe only"
+        "--peers",
+        default="apache,redis,java",
+        help="comma-separated peers among apache,redis,java; 'none' for rocketpipe only",
     )
     ap.add_argument(
         "--messages", type=int, default=50_000, help="messages of the batch/consume scenarios (others scale from it)"
@@ -420,17 +434,26 @@ def main() -> int:
     ap.add_argument("--json", type=Path, default=Path("out/bench/produce_consume.json"))
     args = ap.parse_args()
     peers = [] if args.peers.strip() == "none" else [p.strip() for p in args.peers.split(",") if p.strip()]
-    targets = dict(TARGETS)
+    targets: dict[str, Any] = {**TARGETS, "java": None}
     if args.baseline:
         targets["baseline"] = rocketpipe_at(args.baseline)
         peers.append("baseline")
     if unknown := [p for p in peers if p not in targets or p == "rocketpipe"]:
-        ap.error(f"unknown peers {unknown}; choose among apache,redis or none")
+        ap.error(f"unknown peers {unknown}; choose among apache,redis,java or none")
     if args.rounds < 1 or args.messages < 1:
         ap.error("--rounds and --messages must be >= 1")
 
     load_start = os.getloadavg()
-    runs = run(args, ["rocketpipe", *peers], targets)
+    runs = run(args, ["rocketpipe", *(p for p in peers if p != "java")], targets)
+    if "java" in peers:
+        console.print("[dim]java: Apache broker + BenchScenario (Java client), warm-up then rounds…[/dim]")
+        with tempfile.TemporaryDirectory(prefix="rocketpipe-bench-java-") as tmp:
+            runs["java"] = run_java_peer(Path(tmp), args.flush, args.messages, args.size, args.rounds, args.warmup)
+        if runs["java"]["status"] == "measured":
+            rounds = runs["java"]["rounds"]
+            runs["java"]["results"] = [median_result([rnd[i] for rnd in rounds]) for i in range(len(rounds[0]))]
+        else:
+            console.print(f"[red]java: not measured: {runs['java']['reason']}[/red]")
     load_end = os.getloadavg()
     sc = plan(args.messages, "bench")
     console.print(
