@@ -39,8 +39,9 @@ interop: $(STAMP)
 	$(PY) -m pytest -q tests/interop $(PYTEST_ARGS)
 
 # Produce/consume throughput with 1 KiB messages: `rocketpipe serve` vs a real Apache RocketMQ 5.3.3
-# broker (same Python client) and vs Redis Streams (Debian's redis-server, installed here if missing
-# and possible), all measured in this run; prints rates and ratios. A peer that cannot start is
+# broker (same Python client), vs Redis Streams (Debian's redis-server, installed here if missing
+# and possible) and vs Apache RocketMQ driven by its own Java client, all measured in this run;
+# prints rates and ratios; `--baseline REV` adds rocketpipe serve as of an earlier commit. A peer that cannot start is
 # reported as "not measured". E.g. `make bench BENCH_ARGS="--messages 20000 --peers redis"`.
 BENCH_ARGS ?=
 # Spark source/sink vs Spark's rate source in one session: `make bench SPARK_BENCH_ARGS="--messages 100000"`
