@@ -96,3 +96,20 @@ def test_defaults_mirror_java() -> None:
         limits.pull_threshold_size_for_queue,
         limits.consume_concurrently_max_span,
     ) == (1000, 100, 2000)
+
+
+def test_remove_in_order_prefix_and_out_of_order_give_the_same_state() -> None:
+    # the oldest messages in order leave the offset list in one slice; any other order one by one
+    for order in ([0, 1, 2], [2, 0, 1], [1, 2, 0]):
+        pq = ProcessQueue()
+        m = [msg(i, 10 + i) for i in range(5)]
+        pq.put_messages(m)
+        assert pq.remove_messages([m[i] for i in order] + [m[0]]) == 3  # a repeat is ignored
+        assert (pq.msg_count, pq.msg_size, pq.first_offset(), pq.max_span()) == (2, 27, 3, 1)
+        assert pq.first_message() is m[3] and pq.contains(m[4]) and not pq.contains(m[0])
+    pq = ProcessQueue()
+    pq.put_messages([msg(7), msg(3), msg(5)])
+    assert pq.queue_offset_max == 7 and pq.first_offset() == 3
+    assert pq.put_messages([msg(4)]) == 1 and pq.queue_offset_max == 7  # below the max: inserted in place
+    assert pq.remove_messages([msg(3), msg(4)]) == 5
+    assert pq.remove_messages([msg(7), msg(5)]) == 8

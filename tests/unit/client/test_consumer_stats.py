@@ -292,3 +292,91 @@ async def test_runner_one_hop_keeps_order_and_per_call_outcomes() -> None:
     assert seen == [0, 1, 2, 3]
     assert [o.status for o in out] == [C.CONSUME_SUCCESS, C.RECONSUME_LATER, C.RECONSUME_LATER, C.CONSUME_SUCCESS]
     assert all(o.rt_ms >= 0.0 for o in out)
+
+
+def test_one_record_of_many_calls_reads_as_the_calls_one_by_one() -> None:
+    clock = clock_at()
+    one_by_one, at_once = ConsumerStats(clock), ConsumerStats(clock)
+    for rt, ok, failed in ((2.0, 1, 0), (4.0, 1, 0), (9.0, 0, 1)):
+        one_by_one.inc_consume_rt("g", "T", rt)
+        one_by_one.inc_consume_ok_tps("g", "T", ok)
+        one_by_one.inc_consume_failed_tps("g", "T", failed)
+    at_once.inc_consumed("g", "T", 15.0, 3, 2, 1)
+    assert at_once.consume_status("g", "T") == one_by_one.consume_status("g", "T")
+    assert at_once.consume_status("g", "T")["consumeRT"] == 5.0
+    rt_only = ConsumerStats(clock)
+    rt_only.inc_consume_rt("g", "T", 15.0, calls=3)
+    assert rt_only.consume_status("g", "T")["consumeRT"] == 5.0
+
+
+async def test_runner_eager_call_finishes_on_the_spot_or_hands_over_an_awaitable() -> None:
+    ctx = ConsumeConcurrentlyContext(MQ)
+    suspended: list[str] = []
+
+    def note() -> None:
+        suspended.append("x")
+
+    async def now(ms: list[MessageExt], c: object) -> C:
+        return C.CONSUME_SUCCESS
+
+    async def boom(ms: list[MessageExt], c: object) -> C:
+        raise RuntimeError("x")
+
+    async def not_a_status(ms: list[MessageExt], c: object) -> object:
+        return "CONSUME_SUCCESS"
+
+    async def waits(ms: list[MessageExt], c: object) -> C:
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return C.CONSUME_SUCCESS
+
+    async def waits_then_raises(ms: list[MessageExt], c: object) -> C:
+        await asyncio.sleep(0)
+        raise ValueError("late")
+
+    for fn, expected in ((now, C.CONSUME_SUCCESS), (boom, C.RECONSUME_LATER), (not_a_status, C.RECONSUME_LATER)):
+        assert runner(fn).call_eagerly(msgs(0), ctx, note) is expected, fn
+    assert suspended == []
+    for fn, expected in ((waits, C.CONSUME_SUCCESS), (waits_then_raises, C.RECONSUME_LATER)):
+        rest = runner(fn).call_eagerly(msgs(0), ctx, note)
+        assert not isinstance(rest, C) and suspended == ["x"]
+        assert await rest is expected
+        suspended.clear()
+
+    class Awaitable:
+        def __await__(self) -> object:
+            return waits([], ctx).__await__()
+
+    class Listener:
+        is_async = True
+
+        def __call__(self, ms: list[MessageExt], c: object) -> Awaitable:
+            return Awaitable()
+
+    rest = runner(Listener()).call_eagerly(msgs(0), ctx, note)
+    assert suspended == ["x"] and await rest is C.CONSUME_SUCCESS  # type: ignore[misc]
+
+
+async def test_runner_eager_call_that_waits_can_be_cancelled() -> None:
+    started = asyncio.Event()
+    cleaned: list[str] = []
+
+    async def forever(ms: list[MessageExt], c: object) -> C:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            cleaned.append("done")
+        return C.CONSUME_SUCCESS
+
+    async def call() -> C:
+        rest = runner(forever).call_eagerly(msgs(0), ConsumeConcurrentlyContext(MQ), lambda: None)
+        assert not isinstance(rest, C)
+        return await rest
+
+    task = asyncio.ensure_future(call())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert cleaned == ["done"]

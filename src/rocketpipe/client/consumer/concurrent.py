@@ -14,12 +14,22 @@ Statistics (:class:`~rocketpipe.client.consumer.stats.ConsumerStats`, as Java's
 ``ConsumerStatsManager``): every listener call's duration (``incConsumeRT``, also when the queue
 was dropped meanwhile), and in ``process_consume_result`` the acknowledged / failed counts
 (``incConsumeOKTPS`` / ``incConsumeFailedTPS``), keyed by the queue's topic.
+
+Work per batch, not per message. An ``async def`` listener is run on the spot by the worker
+(:meth:`ListenerRunner.call_eagerly`); a call that finishes without waiting and acknowledges its
+whole batch is only noted (its messages, its duration), and the notes of one queue are settled
+together — one ``remove_messages``, one offset update, one statistics record with one wall-clock
+read — before anything else can run: before the worker waits (for batches, or in a listener
+that does wait), before a batch that is not a plain success, when the next batch is of another
+queue. Other tasks never see a note unsettled. Everything else (failures, send-back, dropped
+queues, listeners that wait) takes the per-call path, as before.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
@@ -28,15 +38,27 @@ from ...protocol.message import MessageExt, MessageQueue
 from .._tasks import TaskOwner
 from .consume_pool import MAX_CALLS_PER_HOP as MAX_CALLS_PER_HOP
 from .consume_pool import ConsumePool
-from .listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageListenerConcurrently, prepare_batch
+from .listener import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    MessageListenerConcurrently,
+    prepare_batch,
+    stamp_batch,
+)
 from .offsets import RemoteOffsetStore
 from .process_queue import ProcessQueue
+from .retry import retry_topic
 from .stats import ConsumerStats
 
 log = logging.getLogger(__name__)
 
 #: Delay of the local re-consume after a failed send-back (Java: 5 000 ms).
 LOCAL_RETRY_DELAY: Final = 5.0
+#: A run of calls that finish without waiting re-reads the wall clock for ``CONSUME_START_TIME``
+#: once this much monotonic time has passed (seconds; the stamp has millisecond resolution).
+STAMP_REFRESH: Final = 0.001
+
+_SUCCESS: Final = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
 SendBack = Callable[[MessageExt, ConsumeConcurrentlyContext], Awaitable[bool]]
 """``(msg, context) -> True`` when the broker (or the retry topic) took the message."""
@@ -116,6 +138,8 @@ class ConcurrentDispatcher:
             consume=self._consume,
             consume_many=self._consume_in_one_hop,
             logger=log,
+            consume_now=self._consume_now,
+            flush=self._settle_noted,
         )
         self._runner = self._pool.runner
         self.stats = stats if stats is not None else ConsumerStats.from_now_ms(now_ms)
@@ -123,8 +147,19 @@ class ConcurrentDispatcher:
         self._send_back = send_back
         self._tasks = tasks
         self._now_ms = now_ms
+        self._retry_topic = retry_topic(group)
         self.consumed_ok = 0
         self.consumed_failed = 0
+        # Noted calls (all of one queue): finished without waiting, whole batch acknowledged.
+        self._noted_pq: ProcessQueue | None = None
+        self._noted_mq: MessageQueue | None = None
+        self._noted_msgs: list[MessageExt] = []
+        self._noted_calls = 0
+        self._noted_rt = 0.0  # seconds
+        # CONSUME_START_TIME of a run of calls: wall ms (as a string), and when it was read.
+        self._stamp = ""
+        self._stamp_at = -1.0
+        self._settle_cb = self._settle_noted
 
     def start(self) -> None:
         """Spawn the worker tasks."""
@@ -147,6 +182,68 @@ class ConcurrentDispatcher:
         prepare_batch(req.msgs, self._group, start_ms)
         return ConsumeConcurrentlyContext(message_queue=req.mq)
 
+    def _consume_now(self, req: ConsumeRequest) -> Awaitable[None] | None:
+        """Consume ``req`` with an ``async def`` listener, synchronously when the listener does not
+        wait: a plain success is noted for :meth:`_settle_noted`; returns None then, else an
+        awaitable that finishes the request on the per-call path."""
+        pq = req.pq
+        if pq.dropped:
+            return None
+        if pq is not self._noted_pq and self._noted_pq is not None:
+            self._settle_noted()
+        msgs = req.msgs
+        begin = time.monotonic()
+        if begin - self._stamp_at >= STAMP_REFRESH:
+            self._stamp = str(self._now_ms())
+            self._stamp_at = begin
+        stamp_batch(msgs, self._retry_topic, self._stamp)
+        ctx = ConsumeConcurrentlyContext(req.mq)
+        status = self._runner.call_eagerly(list(msgs), ctx, self._settle_cb)
+        if not isinstance(status, ConsumeConcurrentlyStatus):
+            return self._finish_waited(req, ctx, status, begin)
+        rt = time.monotonic() - begin
+        if status is _SUCCESS and ctx.ack_index >= len(msgs) - 1 and msgs and not pq.dropped:
+            if self._noted_pq is None:
+                self._noted_pq = pq
+                self._noted_mq = req.mq
+            self._noted_msgs += msgs
+            self._noted_calls += 1
+            self._noted_rt += rt
+            return None
+        self._settle_noted()
+        return self._finish(req, ctx, status, rt * 1000)
+
+    async def _finish_waited(
+        self,
+        req: ConsumeRequest,
+        ctx: ConsumeConcurrentlyContext,
+        status: Awaitable[ConsumeConcurrentlyStatus],
+        begin: float,
+    ) -> None:
+        """The rest of a call whose listener waited (noted calls were settled before)."""
+        done = await status
+        await self._finish(req, ctx, done, (time.monotonic() - begin) * 1000)
+
+    def _settle_noted(self) -> None:
+        """Settle the noted calls: what :meth:`_finish` and :meth:`process_consume_result` do per
+        call for a whole-batch success, once for all of them (one statistics record, one
+        ``remove_messages``, one offset update)."""
+        self._stamp_at = -1.0  # the next call (after a wait, or of another queue) re-reads the clock
+        pq, mq = self._noted_pq, self._noted_mq
+        if pq is None or mq is None:
+            return
+        msgs, calls, rt = self._noted_msgs, self._noted_calls, self._noted_rt
+        self._noted_pq = self._noted_mq = None
+        self._noted_msgs = []
+        self._noted_calls = 0
+        self._noted_rt = 0.0
+        ok = len(msgs)
+        self.consumed_ok += ok
+        self.stats.inc_consumed(self._group, mq.topic, rt * 1000, calls, ok, 0)
+        offset = pq.remove_messages(msgs)
+        if offset >= 0 and not pq.dropped:
+            self._store.update_offset(mq, offset, increase_only=True)
+
     async def _finish(
         self, req: ConsumeRequest, ctx: ConsumeConcurrentlyContext, status: ConsumeConcurrentlyStatus, rt_ms: float
     ) -> None:
@@ -161,6 +258,7 @@ class ConcurrentDispatcher:
     async def _consume_in_one_hop(self, reqs: list[ConsumeRequest]) -> None:
         """Like :meth:`_consume` for several requests, with one thread-pool hop for all the
         listener calls (plain-function listeners only)."""
+        self._settle_noted()
         start = self._now_ms()
         calls = [(req, self._prepare(req, start)) for req in reqs if not req.pq.dropped]
         if not calls:
@@ -170,6 +268,7 @@ class ConcurrentDispatcher:
             await self._finish(req, ctx, status, rt_ms)
 
     async def _consume(self, req: ConsumeRequest) -> None:
+        self._settle_noted()
         if req.pq.dropped:
             return
         ctx = self._prepare(req, self._now_ms())

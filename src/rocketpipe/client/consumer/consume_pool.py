@@ -8,12 +8,20 @@ batches from a queue and hand them to the service's consume function; the listen
 through one :class:`~rocketpipe.client.consumer.listener.ListenerRunner` (``async def``
 listeners directly, plain functions in a thread pool of ``consume_thread_max`` threads).
 What a batch's consumption does (ack, send-back, change-invisible-time) stays with the service.
+
+The batches wait in a plain deque; a worker takes the next one without a task switch while any
+is queued and only waits (on a future of its own) when none is. A service may consume a batch
+synchronously (``consume_now``, for ``async def`` listeners that do not wait) and keep the
+bookkeeping of such batches to do it once for many: the pool calls its ``flush`` before a worker
+waits for batches, and the service flushes before anything else of its own waits, so no other
+task ever sees the bookkeeping pending.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Final, Generic, Protocol, TypeVar
 
@@ -58,6 +66,11 @@ class ConsumePool(Generic[ReqT, PqT]):
             at a time. Used for plain-function listeners only, when more batches are queued
             than there are workers (up to :data:`MAX_CALLS_PER_HOP` per hop).
         logger: where a failed batch is logged.
+        consume_now: for ``async def`` listeners, used instead of ``consume``: consumes one
+            request synchronously as far as it can and returns None when done, or an awaitable
+            that finishes it (errors handled as for ``consume``).
+        flush: called before a worker waits for batches and when it stops (the service's
+            pending bookkeeping of ``consume_now``).
 
     Attributes:
         runner: the :class:`ListenerRunner` the consume functions call the listener with.
@@ -76,6 +89,8 @@ class ConsumePool(Generic[ReqT, PqT]):
         consume: Callable[[ReqT], Awaitable[None]],
         consume_many: Callable[[list[ReqT]], Awaitable[None]] | None = None,
         logger: logging.Logger = log,
+        consume_now: Callable[[ReqT], Awaitable[None] | None] | None = None,
+        flush: Callable[[], None] | None = None,
     ) -> None:
         self.runner = ListenerRunner(
             listener,
@@ -94,8 +109,11 @@ class ConsumePool(Generic[ReqT, PqT]):
         self._make = make_request
         self._consume = consume
         self._consume_many = None if self.runner.is_async else consume_many
+        self._consume_now = consume_now if self.runner.is_async else None
+        self._flush = flush
         self._log = logger
-        self._queue: asyncio.Queue[ReqT] = asyncio.Queue()
+        self._queue: deque[ReqT] = deque()
+        self._idle: deque[asyncio.Future[None]] = deque()
         self._workers: list[asyncio.Task[None]] = []
         self._busy: set[asyncio.Task[None]] = set()
         self._closing = False
@@ -114,16 +132,30 @@ class ConsumePool(Generic[ReqT, PqT]):
         """Queue ``msgs`` in batches of ``consume_message_batch_max_size`` (nothing once closing)."""
         if self._closing:
             return
-        for i in range(0, len(msgs), self._batch):
-            self._queue.put_nowait(self._make(msgs[i : i + self._batch], pq, mq))
+        make, size = self._make, self._batch
+        if size == 1:
+            self._queue.extend([make([m], pq, mq) for m in msgs])
+        else:
+            self._queue.extend([make(msgs[i : i + size], pq, mq) for i in range(0, len(msgs), size)])
+        self._wake()
 
     def put(self, req: ReqT) -> None:
         """Queue one ready request (a local re-consume)."""
-        self._queue.put_nowait(req)
+        self._queue.append(req)
+        self._wake()
+
+    def _wake(self) -> None:
+        """Wake one idle worker per queued batch (as many as there are)."""
+        idle, n = self._idle, len(self._queue)
+        while idle and n > 0:
+            fut = idle.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                n -= 1
 
     def pending(self) -> int:
         """Return the number of queued (not yet started) batches."""
-        return self._queue.qsize()
+        return len(self._queue)
 
     async def close(self) -> None:
         """Stop taking batches; wait for the batches being consumed; stop the thread pool."""
@@ -138,27 +170,62 @@ class ConsumePool(Generic[ReqT, PqT]):
             w.cancel()
         self.runner.close()
 
+    async def _wait_for_batches(self) -> None:
+        fut = asyncio.get_running_loop().create_future()
+        self._idle.append(fut)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():
+                self._wake()  # woken and cancelled at once: pass the wake-up on
+            raise
+        finally:
+            if not fut.done():
+                fut.cancel()
+
     async def _worker(self) -> None:
         me = asyncio.current_task()
         assert me is not None
         queue = self._queue
+        busy = self._busy
+        now = self._consume_now
+        flush = self._flush
+        try:
+            while not self._closing:
+                if not queue:
+                    if flush is not None:
+                        flush()
+                    busy.discard(me)
+                    await self._wait_for_batches()
+                    continue
+                req = queue.popleft()
+                busy.add(me)
+                try:
+                    if now is not None:
+                        rest = now(req)
+                        if rest is not None:
+                            await rest
+                    else:
+                        await self._consume_queued(req)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    self._log.exception("%s request failed group=%s mq=%s", self._what, self._group, req.mq)
+        finally:
+            if flush is not None:
+                flush()
+            busy.discard(me)
+
+    async def _consume_queued(self, req: ReqT) -> None:
+        """Consume ``req``, with more queued requests in the same thread hop from a backlog."""
+        queue = self._queue
         many = self._consume_many
-        while not self._closing:
-            req = await queue.get()
-            self._busy.add(me)
-            try:
-                extra = 0 if many is None else min(MAX_CALLS_PER_HOP - 1, queue.qsize() // max(1, self._threads))
-                if extra <= 0 or many is None:
-                    await self._consume(req)
-                else:
-                    reqs = [req]
-                    while extra > 0 and not queue.empty():
-                        reqs.append(queue.get_nowait())
-                        extra -= 1
-                    await many(reqs)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                self._log.exception("%s request failed group=%s mq=%s", self._what, self._group, req.mq)
-            finally:
-                self._busy.discard(me)
+        extra = 0 if many is None else min(MAX_CALLS_PER_HOP - 1, len(queue) // max(1, self._threads))
+        if extra <= 0 or many is None:
+            await self._consume(req)
+            return
+        reqs = [req]
+        while extra > 0 and queue:
+            reqs.append(queue.popleft())
+            extra -= 1
+        await many(reqs)

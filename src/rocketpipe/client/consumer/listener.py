@@ -18,13 +18,14 @@ import functools
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final, Generic, NamedTuple, TypeVar
 
-from ...protocol.message import PROPERTY_CONSUME_START_TIMESTAMP, MessageExt, MessageQueue
-from .retry import restore_retry_topic
+from ...protocol.message import PROPERTY_CONSUME_START_TIMESTAMP, PROPERTY_RETRY_TOPIC, MessageExt, MessageQueue
+from .retry import retry_topic
 
 log = logging.getLogger(__name__)
 
@@ -80,10 +81,42 @@ def prepare_batch(msgs: Sequence[MessageExt], group: str, start_ms: int) -> None
     Mirrors ``resetRetryAndNamespace`` + ``MessageAccessor.setConsumeStartTimeStamp`` of
     ``ConsumeRequest.run`` (concurrent and orderly).
     """
-    start = str(start_ms)
+    stamp_batch(msgs, retry_topic(group), str(start_ms))
+
+
+def stamp_batch(msgs: Sequence[MessageExt], retry: str, start: str) -> None:
+    """:func:`prepare_batch` with the group's retry topic and the start time (wall ms, as a
+    string) already made: what :func:`~.retry.restore_retry_topic` does, then the stamp."""
     for m in msgs:
-        restore_retry_topic(m, group)
-        m.properties[PROPERTY_CONSUME_START_TIMESTAMP] = start
+        props = m.properties
+        if m.topic == retry:
+            original = props.get(PROPERTY_RETRY_TOPIC)
+            if original:
+                m.topic = original
+        props[PROPERTY_CONSUME_START_TIMESTAMP] = start
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, Any], yielded: Any) -> Generator[Any, Any, Any]:
+    """Go on running ``coro`` after its first step yielded ``yielded`` (what ``yield from`` /
+    ``await`` would do had the first step been taken by them): hand each yielded value to the
+    task, pass back what it sends or throws in; return ``coro``'s result."""
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # thrown in by the task (CancelledError): forward it
+            try:
+                yielded = coro.throw(exc)
+            except StopIteration as stop:
+                return stop.value
+        else:
+            try:
+                yielded = coro.send(sent)
+            except StopIteration as stop:
+                return stop.value
 
 
 class ListenerOutcome(NamedTuple, Generic[StatusT]):
@@ -179,6 +212,44 @@ class ListenerRunner(Generic[StatusT]):
         except Exception as exc:
             return ListenerOutcome(self._on_error(exc, ctx), (time.monotonic() - begin) * 1000)
         return ListenerOutcome(self._status_of(result), (time.monotonic() - begin) * 1000)
+
+    def call_eagerly(
+        self, msgs: list[MessageExt], ctx: Any, before_suspend: Callable[[], None]
+    ) -> StatusT | Awaitable[StatusT]:
+        """Call an ``async def`` listener with ``msgs`` (handed over as they are, not copied) and
+        run it on the spot up to its first real suspension.
+
+        The common listener finishes without ever waiting: its status is returned at once, with
+        no task switch and no clock read. Only when the listener does wait (it yields to the
+        event loop) is ``before_suspend`` called, still before anything else runs, and an
+        awaitable returned that finishes the call and gives its status. Outcome rules as in
+        :meth:`call` (an exception or a non-status result gives ``failure``, with a log line;
+        ``CancelledError`` propagates). Timing is the caller's. Only for :attr:`is_async` runners.
+        """
+        try:
+            coro = self._listener(msgs, ctx)
+            send = getattr(coro, "send", None)
+            if send is None:  # an awaitable that is not a coroutine: await it as it is
+                before_suspend()
+                return self._await_status(coro, ctx)
+            yielded = send(None)
+        except StopIteration as stop:
+            return self._status_of(stop.value)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return self._on_error(exc, ctx)
+        before_suspend()
+        return self._await_status(_resume(coro, yielded), ctx)
+
+    async def _await_status(self, awaitable: Awaitable[Any], ctx: Any) -> StatusT:
+        try:
+            result = await awaitable
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return self._on_error(exc, ctx)
+        return self._status_of(result)
 
     async def call_in_one_hop(
         self, calls: Sequence[tuple[Sequence[MessageExt], Any]]

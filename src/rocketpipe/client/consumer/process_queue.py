@@ -68,49 +68,67 @@ class ProcessQueue:
     def put_messages(self, msgs: Iterable[MessageExt]) -> int:
         """Cache pulled messages; duplicates (same queue offset) are ignored.
 
-        Mirrors ``ProcessQueue.putMessage``.
+        Mirrors ``ProcessQueue.putMessage``. Offsets above every cached one (a pull's, in
+        order) are appended; others are inserted in place.
 
         Returns:
             The number of messages actually added.
         """
-        added = 0
+        cached = self._msgs
+        offsets = self._offsets
+        last = offsets[-1] if offsets else None
+        added = size = 0
         for m in msgs:
             off = m.queue_offset
-            if off in self._msgs:
+            if off in cached:
                 continue
-            self._msgs[off] = m
-            if not self._offsets or off > self._offsets[-1]:
-                self._offsets.append(off)
+            cached[off] = m
+            if last is None or off > last:
+                offsets.append(off)
+                last = off
             else:
-                bisect.insort(self._offsets, off)
+                bisect.insort(offsets, off)
             added += 1
-            self.msg_size += len(m.body)
-            if off > self.queue_offset_max:
-                self.queue_offset_max = off
-        self.msg_count += added
+            size += len(m.body)
+        if added:
+            self.msg_count += added
+            self.msg_size += size
+            if offsets[-1] > self.queue_offset_max:
+                self.queue_offset_max = offsets[-1]
         return added
 
     def remove_messages(self, msgs: Iterable[MessageExt]) -> int:
         """Forget finished messages and return the offset to commit.
 
-        Mirrors ``ProcessQueue.removeMessage``.
+        Mirrors ``ProcessQueue.removeMessage``. When the finished messages are the oldest cached
+        ones, in order (the usual case), they leave the offset list in one slice.
 
         Returns:
             The smallest offset still cached, or ``queue_offset_max + 1`` when the cache is now
             empty; -1 if the cache was already empty (no offset update).
         """
-        if not self._msgs:
+        cached = self._msgs
+        if not cached:
             return -1
         result = self.queue_offset_max + 1
+        removed: list[int] = []
+        size = 0
         for m in msgs:
             off = m.queue_offset
-            prev = self._msgs.pop(off, None)
-            if prev is None:
-                continue
-            i = bisect.bisect_left(self._offsets, off)
-            del self._offsets[i]
-            self.msg_count -= 1
-            self.msg_size -= len(prev.body)
+            prev = cached.pop(off, None)
+            if prev is not None:
+                removed.append(off)
+                size += len(prev.body)
+        if removed:
+            offsets = self._offsets
+            k = len(removed)
+            if offsets[:k] == removed:
+                del offsets[:k]
+            else:
+                for off in removed:
+                    del offsets[bisect.bisect_left(offsets, off)]
+            self.msg_count -= k
+            self.msg_size -= size
         if self._offsets:
             result = self._offsets[0]
         return result

@@ -137,9 +137,9 @@ class _Item:
         self.minute = StatsWindow(MINUTE_BUCKET_MS)
         self.hour = StatsWindow(HOUR_BUCKET_MS)
 
-    def add(self, now_ms: int, value: float) -> None:
-        self.minute.add(now_ms, value)
-        self.hour.add(now_ms, value)
+    def add(self, now_ms: int, value: float, times: int = 1) -> None:
+        self.minute.add(now_ms, value, times)
+        self.hour.add(now_ms, value, times)
 
 
 _Key = tuple[str, str]
@@ -182,12 +182,16 @@ class ConsumerStats:
         """Build one over a ``now_ms()`` function (the dispatchers' wall clock, ms)."""
         return cls(_FunctionClock(now_ms))
 
-    def _add(self, table: dict[_Key, _Item], group: str, topic: str, value: float) -> None:
+    @staticmethod
+    def _item(table: dict[_Key, _Item], group: str, topic: str) -> _Item:
         key = (topic, group)
         item = table.get(key)
         if item is None:
             item = table[key] = _Item()
-        item.add(self._clock.now_ms(), value)
+        return item
+
+    def _add(self, table: dict[_Key, _Item], group: str, topic: str, value: float) -> None:
+        self._item(table, group, topic).add(self._clock.now_ms(), value)
 
     def inc_pull_rt(self, group: str, topic: str, rt_ms: float) -> None:
         """Record the round trip of one FOUND pull, ms (``incPullRT``)."""
@@ -197,9 +201,20 @@ class ConsumerStats:
         """Record ``msgs`` messages pulled by one pull (``incPullTPS``)."""
         self._add(self._pull_tps, group, topic, msgs)
 
-    def inc_consume_rt(self, group: str, topic: str, rt_ms: float) -> None:
-        """Record the duration of one listener call, ms (``incConsumeRT``)."""
-        self._add(self._consume_rt, group, topic, rt_ms)
+    def inc_consume_rt(self, group: str, topic: str, rt_ms: float, calls: int = 1) -> None:
+        """Record the duration of one listener call, ms (``incConsumeRT``); or with ``calls``,
+        the total duration of that many calls (their average is what ``consumeRT`` reports)."""
+        self._item(self._consume_rt, group, topic).add(self._clock.now_ms(), rt_ms, calls)
+
+    def inc_consumed(self, group: str, topic: str, rt_ms: float, calls: int, ok: int, failed: int) -> None:
+        """Record ``calls`` listener calls of one queue at once, with one clock read: their total
+        duration ``rt_ms`` and the ``ok`` / ``failed`` messages of their results. The same
+        numbers as ``calls`` × (``inc_consume_rt`` + ``inc_consume_ok_tps`` +
+        ``inc_consume_failed_tps``)."""
+        now = self._clock.now_ms()
+        self._item(self._consume_rt, group, topic).add(now, rt_ms, calls)
+        self._item(self._consume_ok, group, topic).add(now, ok, calls)
+        self._item(self._consume_failed, group, topic).add(now, failed, calls)
 
     def inc_consume_ok_tps(self, group: str, topic: str, msgs: int) -> None:
         """Record ``msgs`` acknowledged messages of one batch (``incConsumeOKTPS``)."""
