@@ -102,21 +102,21 @@ def _resume(coro: Coroutine[Any, Any, Any], yielded: Any) -> Generator[Any, Any,
     ``await`` would do had the first step been taken by them): hand each yielded value to the
     task, pass back what it sends or throws in; return ``coro``'s result."""
     while True:
+        thrown: BaseException | None = None
+        sent: Any = None
         try:
             sent = yield yielded
         except GeneratorExit:
             coro.close()
             raise
-        except BaseException as exc:  # thrown in by the task (CancelledError): forward it
-            try:
-                yielded = coro.throw(exc)
-            except StopIteration as stop:
-                return stop.value
-        else:
-            try:
-                yielded = coro.send(sent)
-            except StopIteration as stop:
-                return stop.value
+        except BaseException as exc:  # thrown in by the task (CancelledError): forwarded below,
+            thrown = exc  # outside this handler, so the listener does not run in its context
+        try:
+            yielded = coro.send(sent) if thrown is None else coro.throw(thrown)
+        except StopIteration as stop:
+            return stop.value
+        finally:
+            thrown = None
 
 
 class ListenerOutcome(NamedTuple, Generic[StatusT]):
@@ -228,18 +228,26 @@ class ListenerRunner(Generic[StatusT]):
         """
         try:
             coro = self._listener(msgs, ctx)
-            send = getattr(coro, "send", None)
-            if send is None:  # an awaitable that is not a coroutine: await it as it is
-                before_suspend()
-                return self._await_status(coro, ctx)
-            yielded = send(None)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return self._on_error(exc, ctx)
+        if not inspect.iscoroutine(coro):  # another awaitable (or not one): await it as call() does
+            before_suspend()
+            return self._await_status(coro, ctx)
+        try:
+            yielded = coro.send(None)
         except StopIteration as stop:
             return self._status_of(stop.value)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             return self._on_error(exc, ctx)
-        before_suspend()
+        try:
+            before_suspend()
+        except BaseException:
+            coro.close()
+            raise
         return self._await_status(_resume(coro, yielded), ctx)
 
     async def _await_status(self, awaitable: Awaitable[Any], ctx: Any) -> StatusT:
