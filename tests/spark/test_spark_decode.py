@@ -12,7 +12,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from rocketpipe.errors import ProtocolError
 from rocketpipe.protocol import sysflag as sf
 from rocketpipe.protocol.message import create_offset_msg_id, decode_records, encode_record
-from rocketpipe.spark.decode import ARROW_SCHEMA, decode_records_to_batch, record_starts
+from rocketpipe.spark.decode import ARROW_SCHEMA, decode_bodies_to_batch, decode_records_to_batch, record_starts
 from rocketpipe.spark.source import SCHEMA
 
 
@@ -135,3 +135,33 @@ def test_many_records_with_large_bodies() -> None:
     assert batch.num_rows == 2000
     assert all(b == bytes([i % 251]) * 1024 for i, b in enumerate(batch.column("body").to_pylist()))
     assert isinstance(batch.column("properties"), pa.MapArray)
+
+
+def test_several_pull_bodies_and_buffer_types_decode_alike() -> None:
+    bodies = [b"".join(_rec(i) for i in range(lo, hi)) for lo, hi in ((0, 3), (3, 4), (4, 9))]
+    joined = decode_records_to_batch(b"".join(bodies), broker_name="b", start_offset=1, end_offset=8)
+    assert joined.column("queue_offset").to_pylist() == list(range(1, 8))
+    assert decode_bodies_to_batch(bodies, broker_name="b", start_offset=1, end_offset=8).equals(joined)
+    whole = b"".join(bodies)
+    for buf in (bytearray(whole), memoryview(whole), memoryview(bytearray(whole))):
+        assert decode_bodies_to_batch([buf], broker_name="b", start_offset=1, end_offset=8).equals(joined)
+    # a two-dimensional view is read as its bytes
+    flat = decode_records_to_batch(memoryview(whole).cast("B", shape=[1, len(whole)]), broker_name="b")
+    assert flat.column("queue_offset").to_pylist() == list(range(9))
+
+
+def test_topic_column_with_one_or_several_topics() -> None:
+    same = decode_records_to_batch(b"".join(_rec(i) for i in range(4)), broker_name="b")
+    assert same.column("topic").to_pylist() == ["TopicA"] * 4
+    mixed = [_rec(0, topic="TopicA"), _rec(1, topic="TopicB"), _rec(2, topic="TopicA2"), _rec(3, topic="话题")]
+    assert decode_records_to_batch(b"".join(mixed), broker_name="b").column("topic").to_pylist() == [
+        "TopicA",
+        "TopicB",
+        "TopicA2",
+        "话题",
+    ]
+    bad = bytearray(_rec(0, topic="TopicA") + _rec(1, topic="TopicA"))
+    pos = bad.index(b"TopicA")
+    bad[pos] = bad[pos + len(_rec(0))] = 0xFF  # the same invalid byte in both records
+    with pytest.raises(ProtocolError, match="UTF-8"):
+        decode_records_to_batch(bytes(bad), broker_name="b")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,9 @@ from rocketpipe.spark.reader import (
     RocketMQBatchReader,
     RocketMQInputPartition,
     RocketMQStreamReader,
+    _RangeRead,
+    _read_ranges,
+    _StepHints,
     read_partition,
     read_range,
 )
@@ -166,3 +170,60 @@ def test_batch_reader_partitions(fake: FakeCluster) -> None:
     bad = {**opts, "endingoffsets": '{"T": {"a:1": 11}}'}
     with pytest.raises(ValueError, match="beyond its max offset 10"):
         RocketMQBatchReader(parse_source_options(bad, streaming=False)).partitions()
+
+
+class _RecordingFuture(Future):  # type: ignore[type-arg]
+    """A resolved pull whose consumption (``result()``) is logged next to its submission."""
+
+    def __init__(self, events: list[tuple[str, int, int]], key: tuple[int, int]) -> None:
+        super().__init__()
+        self._events, self._key = events, key
+
+    def result(self, timeout: float | None = None) -> object:
+        self._events.append(("consume", *self._key))
+        return super().result(timeout)
+
+
+class _RecordingPuller:
+    """Pulls synchronously from the fake admin, logging submissions and consumptions in order."""
+
+    def __init__(self, admin: FakeAdmin, concurrency: int) -> None:
+        self.admin, self.concurrency = admin, concurrency
+        self.events: list[tuple[str, int, int]] = []
+
+    def submit(self, mq, offset: int, n: int) -> Future:  # type: ignore[type-arg]
+        self.events.append(("submit", mq.queue_id, offset))
+        fut = _RecordingFuture(self.events, (mq.queue_id, offset))
+        fut.set_result(self.admin.pull_raw(mq, offset, n))
+        return fut
+
+
+def test_pull_window_spans_ranges_and_reuses_the_learned_cap(fake: FakeCluster) -> None:
+    fake.set_pull_cap(6)
+    puller = _RecordingPuller(FakeAdmin(fake.name_server), concurrency=3)
+    spec = _spec(fake, batch=32, concurrency=3)
+    hints = _StepHints()
+    ranges = [QueueRange("T", "a", 0, 0, 40), QueueRange("T", "a", 1, 0, 10)]
+    reads = [_RangeRead(r, spec, puller, hints) for r in ranges]  # type: ignore[arg-type]
+    rows = [
+        (q, o)
+        for b in _read_ranges(reads, puller.concurrency)
+        for q, o in zip(b.column("queue_id").to_pylist(), b.column("queue_offset").to_pylist(), strict=True)
+    ]
+    assert rows == [(0, o) for o in range(40)] + [(1, o) for o in range(10)]
+    events = puller.events
+    inflight = peak = 0
+    for kind, _, _ in events:
+        inflight += 1 if kind == "submit" else -1
+        peak = max(peak, inflight)
+    assert peak <= 3 and inflight == 0
+    # queue 1's first pulls go out before queue 0's last answer is taken ...
+    first_q1 = events.index(("submit", 1, 0))
+    last_q0 = max(i for i, e in enumerate(events) if e[:2] == ("consume", 0))
+    assert first_q1 < last_q0
+    # ... as a full window sized by the cap queue 0 learned (6), not a single probing pull
+    q1_submits = [e for e in events if e[:2] == ("submit", 1)]
+    assert [o for _, _, o in q1_submits] == [0, 6]
+    assert hints.steps == {"T": 6}
+    # the first range probed with one pull of pullBatchSize before learning the cap
+    assert events[:2] == [("submit", 0, 0), ("consume", 0, 0)]

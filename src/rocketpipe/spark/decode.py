@@ -28,6 +28,7 @@ Imports: numpy, pyarrow, :mod:`rocketpipe.errors`, :mod:`rocketpipe.protocol`.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from typing import Final, NamedTuple
 
 import numpy as np
@@ -59,14 +60,26 @@ ARROW_SCHEMA: Final = pa.schema(
 
 _MIN_RECORD: Final = 91
 _I32 = struct.Struct(">i")
-_R2 = np.arange(2, dtype=np.int64)
 _R4 = np.arange(4, dtype=np.int64)
 _R8 = np.arange(8, dtype=np.int64)
 _R12 = np.arange(12, dtype=np.int64)
+#: The fixed head of a record: TOTALSIZE … BORNTIMESTAMP (the born host follows).
+_HEAD: Final = np.dtype(
+    {
+        "names": ["total", "magic", "queue_id", "queue_offset", "sys_flag", "born_ts"],
+        "formats": [">i4", ">i4", ">i4", ">i8", ">i4", ">i8"],
+        "offsets": [0, 4, 12, 20, 36, 40],
+        "itemsize": 48,
+    }
+)
+#: RECONSUMETIMES, PREPARED_TRANSACTION_OFFSET and BODYLEN (after the store host).
+_MID: Final = np.dtype(
+    {"names": ["reconsume", "body_len"], "formats": [">i4", ">i4"], "offsets": [0, 12], "itemsize": 16}
+)
 _HEX = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), dtype=np.uint8).reshape(256, 2)
 
 
-def record_starts(buf: bytes | memoryview) -> list[int]:
+def record_starts(buf: bytes | bytearray | memoryview) -> list[int]:
     """Return the start position of every record of a concatenation.
 
     Raises:
@@ -90,9 +103,15 @@ def record_starts(buf: bytes | memoryview) -> list[int]:
     return starts
 
 
-def _gather(a: np.ndarray, pos: np.ndarray, rng: np.ndarray, dtype: str) -> np.ndarray:
-    """Read one big-endian int per record at ``pos`` (vectorised), as int64."""
-    out: np.ndarray = a[pos[:, None] + rng].view(dtype).reshape(-1).astype(np.int64)
+def _windows(a: np.ndarray, width: int) -> np.ndarray:
+    """A view of ``a`` whose element ``i`` is the ``width`` bytes ``a[i : i + width]`` (no copy).
+
+    Indexing it with record positions gathers a fixed-width block per record in one numpy call;
+    ``.view`` with a big-endian structured dtype then reads every field of the block.
+    """
+    out: np.ndarray = np.ndarray(
+        shape=(max(0, len(a) - width + 1),), dtype=np.dtype((np.void, width)), buffer=a, strides=(1,)
+    )
     return out
 
 
@@ -111,7 +130,7 @@ def _var_array(
     short = lens <= 12
     longs = np.flatnonzero(~short)
     if len(longs):
-        views[longs, 1] = a[pos[longs, None] + _R4].view(np.int32).reshape(-1)
+        views[longs, 1] = _windows(a, 4)[pos[longs]].view(np.int32)
         views[longs, 3] = pos[longs]
     shorts = np.flatnonzero(short)
     if len(shorts):
@@ -224,52 +243,64 @@ class _Fields(NamedTuple):
 def _record_fields(a: np.ndarray, s: np.ndarray) -> _Fields:
     """Gather every record's fields at once (``MessageDecoder.decode``'s reads, vectorised).
 
+    Three block gathers (:func:`_windows`) read the fixed head (size … born timestamp), the
+    store timestamp and the reconsume-times … body-length block; two more read the topic and
+    properties lengths.
+
     Args:
         a: the buffer as uint8.
-        s: record start positions (int64).
+        s: record start positions (int64), each the start of a record of at least
+            ``_MIN_RECORD`` bytes inside ``a`` (as :func:`record_starts` returns them).
 
     Raises:
-        ProtocolError: a bad magic code, or a body/topic/properties length running past its record.
+        ProtocolError: a bad magic code, or hosts, body, topic or properties running past their
+            record.
     """
-    total = _gather(a, s, _R4, ">i4")
-    magic = _gather(a, s + 4, _R4, ">i4")
+    head = _windows(a, _HEAD.itemsize)[s].view(_HEAD)
+    total = head["total"].astype(np.int64)
+    magic = head["magic"]
     is_v2 = magic == sf.MAGIC_V2
-    if not np.all(is_v2 | (magic == sf.MAGIC_V1)):
-        bad = int(magic[~(is_v2 | (magic == sf.MAGIC_V1))][0])
+    known = is_v2 | (magic == sf.MAGIC_V1)
+    if not known.all():
+        bad = int(magic[~known][0])
         raise ProtocolError(f"bad record magic {bad & 0xFFFFFFFF:#x}")
-    sys_flag = _gather(a, s + 36, _R4, ">i4")
-    born_w = np.where(sys_flag & sf.BORNHOST_V6_FLAG, 20, 8)
-    store_ts_pos = s + 48 + born_w
+    sys_flag = head["sys_flag"].astype(np.int64)
+    end = s + total
+    store_ts_pos = s + _HEAD.itemsize + np.where(sys_flag & sf.BORNHOST_V6_FLAG, 20, 8)
     store_host_pos = store_ts_pos + 8
     store_v6 = (sys_flag & sf.STOREHOST_V6_FLAG) != 0
     reconsume_pos = store_host_pos + np.where(store_v6, 20, 8)
-    body_len = _gather(a, reconsume_pos + 12, _R4, ">i4")
-    body_pos = reconsume_pos + 16
-    end = s + total
+    if np.any(reconsume_pos + _MID.itemsize > end):
+        raise ProtocolError("record hosts run past the record")
+    mid = _windows(a, _MID.itemsize)[reconsume_pos].view(_MID)
+    body_len = mid["body_len"].astype(np.int64)
+    body_pos = reconsume_pos + _MID.itemsize
     if np.any(body_len < 0) or np.any(body_pos + body_len + 3 > end):
         raise ProtocolError("record body length out of range")
     topic_len_pos = body_pos + body_len
-    topic_len = np.where(is_v2, 0, a[topic_len_pos].astype(np.int64))
     if is_v2.any():
-        v2_len = _gather(a, topic_len_pos[is_v2], _R2, ">i2")
-        topic_len[is_v2] = v2_len
-    topic_pos = topic_len_pos + np.where(is_v2, 2, 1)
+        topic_len = a[topic_len_pos].astype(np.int64)
+        topic_len[is_v2] = _windows(a, 2)[topic_len_pos[is_v2]].view(">i2").astype(np.int64)
+        topic_pos = topic_len_pos + np.where(is_v2, 2, 1)
+    else:
+        topic_len = a[topic_len_pos].astype(np.int64)
+        topic_pos = topic_len_pos + 1
     props_len_pos = topic_pos + topic_len
     if np.any(topic_len < 0) or np.any(props_len_pos + 2 > end):
         raise ProtocolError("record topic length out of range")
-    props_len = _gather(a, props_len_pos, _R2, ">i2")
+    props_len = _windows(a, 2)[props_len_pos].view(">i2").astype(np.int64)
     props_pos = props_len_pos + 2
     if np.any(props_len < 0) or np.any(props_pos + props_len > end):
         raise ProtocolError("record properties length out of range")
     return _Fields(
-        queue_id=_gather(a, s + 12, _R4, ">i4"),
-        queue_offset=_gather(a, s + 20, _R8, ">i8"),
+        queue_id=head["queue_id"].astype(np.int64),
+        queue_offset=head["queue_offset"].astype(np.int64),
         sys_flag=sys_flag,
-        born_ts=_gather(a, s + 40, _R8, ">i8"),
-        store_ts=_gather(a, store_ts_pos, _R8, ">i8"),
+        born_ts=head["born_ts"].astype(np.int64),
+        store_ts=_windows(a, 8)[store_ts_pos].view(">i8").astype(np.int64),
         store_host_pos=store_host_pos,
         store_v6=store_v6,
-        reconsume=_gather(a, reconsume_pos, _R4, ">i4"),
+        reconsume=mid["reconsume"].astype(np.int64),
         body_pos=body_pos,
         body_len=body_len,
         topic_pos=topic_pos,
@@ -295,18 +326,39 @@ def _bodies(a: np.ndarray, abuf: pa.Buffer, mv: memoryview, f: _Fields) -> pa.Ar
     return pa.array(bodies, pa.binary())
 
 
+def _repeated(a: np.ndarray, pos: np.ndarray, lens: np.ndarray) -> bytes | None:
+    """The bytes every slice ``[pos[i], pos[i] + lens[i])`` holds when they are all equal, else None."""
+    width = int(lens[0])
+    if not (lens == width).all():
+        return None
+    if width == 0:
+        return b""
+    block = _windows(a, width)[pos].view(np.uint8).reshape(-1, width)
+    return block[0].tobytes() if (block == block[0]).all() else None
+
+
 def _text_columns(a: np.ndarray, abuf: pa.Buffer, f: _Fields) -> tuple[pa.StringArray, pa.StringArray]:
     """The topic and properties-string columns (UTF-8 checked).
+
+    The records of one queue all carry the queue's topic: that case builds the column from
+    one checked string (a single vectorised comparison proves it) instead of per-row views.
 
     Raises:
         ProtocolError: a topic or properties string is not valid UTF-8.
     """
-    topic = _var_array(a, abuf, f.topic_pos, f.topic_len, pa.string_view(), pa.string())
-    props = _var_array(a, abuf, f.props_pos, f.props_len, pa.string_view(), pa.string())
+    n = len(f.topic_pos)
+    same = _repeated(a, f.topic_pos, f.topic_len)
     try:
-        topic.validate(full=True)
+        if same is not None and len(same) * n < 2**31:
+            same.decode()
+            offsets = np.arange(n + 1, dtype=np.int32) * np.int32(len(same))
+            topic = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(same * n)])
+        else:
+            topic = _var_array(a, abuf, f.topic_pos, f.topic_len, pa.string_view(), pa.string())
+            topic.validate(full=True)
+        props = _var_array(a, abuf, f.props_pos, f.props_len, pa.string_view(), pa.string())
         props.validate(full=True)
-    except pa.ArrowInvalid as exc:
+    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
         raise ProtocolError(f"record topic or properties are not UTF-8: {exc}") from None
     return topic, props
 
@@ -337,8 +389,29 @@ def _keep_range(
     return batch if keep.all() else batch.filter(pa.array(keep))
 
 
+def decode_bodies_to_batch(
+    bodies: Sequence[bytes | bytearray | memoryview],
+    *,
+    broker_name: str,
+    start_offset: int | None = None,
+    end_offset: int | None = None,
+) -> pa.RecordBatch:
+    """Decode several pull bodies of one queue into one Arrow record batch.
+
+    One body is decoded in place (no copy); several are joined first, since every column is
+    gathered from one buffer. Arguments and errors as :func:`decode_records_to_batch`.
+    """
+    if len(bodies) == 1:
+        return decode_records_to_batch(
+            bodies[0], broker_name=broker_name, start_offset=start_offset, end_offset=end_offset
+        )
+    return decode_records_to_batch(
+        b"".join(bodies), broker_name=broker_name, start_offset=start_offset, end_offset=end_offset
+    )
+
+
 def decode_records_to_batch(
-    buf: bytes | memoryview,
+    buf: bytes | bytearray | memoryview,
     *,
     broker_name: str,
     start_offset: int | None = None,
@@ -352,7 +425,8 @@ def decode_records_to_batch(
     then :func:`_keep_range`.
 
     Args:
-        buf: raw records (one or more pull bodies joined).
+        buf: raw records (one or more pull bodies joined); any contiguous bytes-like object,
+            read in place (the batch may keep it alive).
         broker_name: the broker the records were pulled from (not stored in records).
         start_offset: drop records whose queue offset is below this (inclusive start).
         end_offset: drop records whose queue offset is at or above this (exclusive end).
@@ -364,8 +438,8 @@ def decode_records_to_batch(
         ProtocolError: a record is malformed (bad size, magic or lengths), or a compressed body
             cannot be decompressed.
     """
-    if not isinstance(buf, bytes):
-        buf = bytes(buf)
+    if isinstance(buf, memoryview) and (buf.ndim != 1 or buf.itemsize != 1 or not buf.c_contiguous):
+        buf = buf.cast("B") if buf.c_contiguous else memoryview(buf.tobytes())
     starts_list = record_starts(buf)
     n = len(starts_list)
     if n == 0:

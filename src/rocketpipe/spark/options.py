@@ -20,9 +20,11 @@ Options (names are case-insensitive; every value is a string):
                            past the requested start fails the query or is skipped with a warning.
 ``pullBatchSize``          messages asked per pull request (default 1024, 1..65536).
 ``pullTimeoutMs``          timeout of one pull request in milliseconds (default 10000).
-``pullConcurrency``        pull requests kept in flight per Spark task (default 8, 1..64); brokers
-                           cap one pull (32 messages / 256 KiB by default), so pipelining is what
-                           keeps a task busy.
+``pullConcurrency``        pull requests kept in flight per Spark task (default 8, 1..64), over
+                           the task's queue ranges in order (the next range's first pulls start
+                           while the current one's last answers arrive); brokers cap one pull
+                           (32 messages / 256 KiB by default), so pipelining is what keeps a task
+                           busy.
 ``numPartitions``          target input partitions per batch, planned by row count (default 2,
                            about one per executor core).
 ``clientFactory``          advanced/testing: ``module:callable`` returning an admin client with

@@ -7,11 +7,13 @@ Where code runs (see ``spark-python-datasource.md`` §1.2-1.3):
   :class:`RocketMQBatchReader`'s ``partitions``. They talk to the name server and brokers
   through a lazily created admin client (``SyncAdmin``) that is **never pickled**
   (``__getstate__`` drops it) and is safe to abandon (Spark does not reliably call ``stop()``).
-* **Executors**: ``read(partition)`` runs :func:`read_partition`, which opens its own admin
-  client, pulls exactly the partition's ``[start, end)`` ranges with ``pull_raw`` (no consumer
-  group, no rebalance, no offset commit), decodes the pull bodies column-wise into Arrow record
-  batches and closes the client. Everything it needs travels in the
-  :class:`RocketMQInputPartition`.
+* **Executors**: ``read(partition)`` runs :func:`read_partition`, which opens its own client
+  (an async ``Admin`` on a private event-loop thread, :class:`_LoopPuller`), pulls exactly the
+  partition's ``[start, end)`` ranges with ``pull_raw`` (no consumer group, no rebalance, no
+  offset commit) keeping ``pullConcurrency`` pulls in flight across the ranges, decodes the
+  pull bodies column-wise into Arrow record batches (:mod:`rocketpipe.spark.decode`, imported
+  there only: the driver processes never load numpy's and Arrow's compute modules) and closes
+  the client. Everything it needs travels in the :class:`RocketMQInputPartition`.
 
 Spark's checkpoint is the only source of truth for progress; ``commit()`` does nothing.
 
@@ -21,13 +23,16 @@ Imports: pyspark, pyarrow, :mod:`rocketpipe.client` (public API), :mod:`rocketpi
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 import struct
+import threading
 from collections import deque
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Final, Protocol
 
 import pyarrow as pa
@@ -36,7 +41,6 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from ..errors import InvalidArgumentError, ProtocolError, RocketMQError
 from ..protocol.message import MessageQueue
-from .decode import decode_records_to_batch
 from .offsets import (
     Offsets,
     QueueRange,
@@ -53,8 +57,8 @@ from .options import SourceOptions
 log = logging.getLogger(__name__)
 
 #: A read() batch is flushed once it holds this many messages or raw bytes.
-BATCH_TARGET_ROWS: Final = 32_768
-BATCH_TARGET_BYTES: Final = 32 * 1024 * 1024
+BATCH_TARGET_ROWS: Final = 16_384
+BATCH_TARGET_BYTES: Final = 8 * 1024 * 1024
 #: Pulls answered NO_NEW_MSG / NO_MATCHED_MSG below the queue head before giving up.
 MAX_EMPTY_PULLS: Final = 20
 
@@ -85,7 +89,9 @@ class ClientSpec:
 
     Attributes:
         name_server: name-server address list.
-        client_factory: ``module:callable`` overriding ``SyncAdmin`` (tests), or ``None``.
+        client_factory: ``module:callable`` overriding the client (tests): a ``SyncAdmin``-like
+            object used on the driver and, through a thread pool, on executors; ``None`` for
+            ``SyncAdmin`` on the driver and an async ``Admin`` on executors.
         pull_batch_size: messages asked per pull.
         pull_timeout_s: timeout of one pull, seconds.
         pull_concurrency: pulls kept in flight per task.
@@ -177,7 +183,11 @@ def _lost(spec: ClientSpec, rng: QueueRange, lo: int, hi: int, why: str) -> None
 
 
 class _Puller:
-    """Issues pull requests, inline or on a thread pool (the admin client is thread-safe)."""
+    """Issues pull requests, inline or on a thread pool (the admin client is thread-safe).
+
+    Used with a ``clientFactory`` client, which only has ``SyncAdmin``'s blocking methods;
+    the default client is :class:`_LoopPuller`.
+    """
 
     def __init__(self, admin: AdminClient, spec: ClientSpec, pool: ThreadPoolExecutor | None) -> None:
         self._admin = admin
@@ -195,9 +205,117 @@ class _Puller:
             fut.set_exception(exc)
         return fut
 
+    def close(self) -> None:
+        """Stop the pool (pulls not started are dropped) and close the client."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        _close_quietly(self._admin)
+
+
+class _LoopPuller:
+    """Issues pull requests as coroutines of an async ``Admin`` on a private event-loop thread.
+
+    A pull in flight is a task on that loop, not a pool thread blocked on it: each answer wakes
+    the reading thread once, and cancelling the returned future cancels the pull. Connections
+    open on the first pull and close in :meth:`close`; nothing here is pickled.
+
+    Raises:
+        InvalidArgumentError: the name-server address is empty.
+    """
+
+    def __init__(self, spec: ClientSpec) -> None:
+        from ..client import Admin
+        from ..eventloop import new_event_loop
+
+        self._timeout = spec.pull_timeout_s
+        self.concurrency = spec.pull_concurrency
+        self._pulls: set[asyncio.Task[Any]] = set()  # touched on the loop thread only
+        self._loop = loop = new_event_loop()
+        self._thread = threading.Thread(target=self._run, name="rocketmq-pull-loop", daemon=True)
+        self._thread.start()
+
+        async def make() -> Admin:
+            return Admin(spec.name_server)
+
+        try:
+            self._admin = asyncio.run_coroutine_threadsafe(make(), loop).result()
+        except BaseException:
+            self._stop()
+            raise
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_forever()
+
+    def submit(self, mq: MessageQueue, offset: int, n: int) -> Future[Any]:
+        return asyncio.run_coroutine_threadsafe(self._pull(mq, offset, n), self._loop)
+
+    async def _pull(self, mq: MessageQueue, offset: int, n: int) -> Any:
+        task = asyncio.current_task()
+        assert task is not None
+        self._pulls.add(task)
+        try:
+            return await self._admin.pull_raw(mq, offset, n, timeout=self._timeout)
+        finally:
+            self._pulls.discard(task)
+
+    async def _shutdown(self) -> None:
+        """Cancel the pulls still running, then close the client's connections."""
+        pulls = list(self._pulls)
+        for t in pulls:
+            t.cancel()
+        await asyncio.gather(*pulls, return_exceptions=True)
+        await self._admin.close()
+
+    def _stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+    def close(self) -> None:
+        """Cancel what is in flight, close the connections, then stop and close the loop."""
+        try:
+            asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(self._timeout)
+        except Exception:
+            log.debug("closing the pull client failed", exc_info=True)
+        finally:
+            self._stop()
+
+
+def open_puller(spec: ClientSpec) -> _Puller | _LoopPuller:
+    """The executor's pull issuer: :class:`_LoopPuller` over rocketpipe's async ``Admin``, or a
+    :class:`_Puller` (thread pool when ``pull_concurrency > 1``) over a ``clientFactory`` client.
+
+    Raises:
+        InvalidArgumentError: the client factory cannot be imported.
+    """
+    if not spec.client_factory:
+        return _LoopPuller(spec)
+    admin = make_admin(spec)
+    pool = (
+        ThreadPoolExecutor(spec.pull_concurrency, thread_name_prefix="rocketmq-pull")
+        if spec.pull_concurrency > 1
+        else None
+    )
+    return _Puller(admin, spec, pool)
+
+
+class _StepHints:
+    """What a partition's reads learned about the broker's per-pull cap, shared by its ranges.
+
+    ``steps[topic]`` is the window size to ask for: the count a capped (short) answer returned,
+    or ``pull_batch_size`` after a full answer to a full-size pull. A range that finds a hint
+    opens its whole pull window at once instead of first learning the cap with a single pull.
+    """
+
+    __slots__ = ("steps",)
+
+    def __init__(self) -> None:
+        self.steps: dict[str, int] = {}
+
 
 class _RangeRead:
-    """State of one :func:`read_range` call: the pull window, the cursor and undecoded bodies.
+    """State of one range's read: the pull window, the cursor and undecoded bodies.
 
     Offsets are queue offsets (messages). ``cursor``: every message below it is read or
     reported lost; ``next_issue``: where the next new pull starts; ``inflight``: ``(offset,
@@ -205,39 +323,62 @@ class _RangeRead:
     (``pending_rows`` messages, ``pending_bytes`` bytes).
     """
 
-    def __init__(self, rng: QueueRange, spec: ClientSpec, puller: _Puller) -> None:
+    def __init__(
+        self, rng: QueueRange, spec: ClientSpec, puller: _Puller | _LoopPuller, hints: _StepHints | None = None
+    ) -> None:
         self.rng = rng
         self.spec = spec
         self.puller = puller
         self.mq = rng.message_queue
+        self.hints = hints or _StepHints()
         self.inflight: deque[tuple[int, int, Future[Any]]] = deque()
-        self.step = min(spec.pull_batch_size, rng.size)
-        self.learned = False  # step = what the broker returns per pull
+        hint = self.hints.steps.get(rng.topic)
+        self.learned = hint is not None  # step = what the broker returns per pull
+        self.guessed = hint is not None  # step taken from another range, not yet confirmed here
+        self.step = min(hint or spec.pull_batch_size, spec.pull_batch_size, rng.size)
         self.next_issue = self.cursor = rng.start
         self.pending: list[bytes] = []
         self.pending_rows = self.pending_bytes = 0
         self.empty_pulls = 0
 
+    @property
+    def issued_all(self) -> bool:
+        """Every offset of the range has been asked for (or the range is done)."""
+        return max(self.next_issue, self.cursor) >= self.rng.end
+
     def push_front(self, off: int, n: int) -> None:
         """Pull ``[off, off + n)`` next (a remainder of the window just answered)."""
         self.inflight.appendleft((off, n, self.puller.submit(self.mq, off, n)))
 
-    def fill(self) -> None:
-        """Issue new pulls up to the concurrency (one until the step is learned) and the range end."""
+    def push_remainder(self, off: int, n: int) -> None:
+        """Pull the remainder ``[off, off + n)`` of a short answer next, cut into step-sized
+        windows (while the window has room; the last one takes the rest) so that a capped
+        first answer does not turn the rest of its window into one round trip after another."""
+        room = max(1, self.puller.concurrency - len(self.inflight))
+        cuts = [off + i * self.step for i in range(min(room, -(-n // self.step)))] + [off + n]
+        pulls = [(lo, hi - lo, self.puller.submit(self.mq, lo, hi - lo)) for lo, hi in pairwise(cuts)]
+        self.inflight.extendleft(reversed(pulls))
+
+    def fill(self, budget: int | None = None) -> int:
+        """Issue new pulls up to the concurrency (one until the step is learned), the range end
+        and ``budget`` new pulls; return how many were issued."""
         limit = self.puller.concurrency if self.learned else 1
+        if budget is not None:
+            limit = min(limit, len(self.inflight) + budget)
         end = self.rng.end
         self.next_issue = max(self.next_issue, self.cursor)
+        issued = 0
         while len(self.inflight) < limit and self.next_issue < end:
             n = min(self.step, end - self.next_issue)
             self.inflight.append((self.next_issue, n, self.puller.submit(self.mq, self.next_issue, n)))
             self.next_issue += n
+            issued += 1
+        return issued
 
     def behind(self, off: int, n: int) -> None:
         """A pull of ``[off, off + n)`` answered with ``off`` below the cursor (data loss skipped
         over it): drop it, or re-pull the part at and above the cursor."""
-        if off + n <= self.cursor:
-            self.fill()
-        else:
+        if off + n > self.cursor:
             self.push_front(self.cursor, off + n - self.cursor)
 
     def on_result(self, off: int, n: int, res: Any) -> bool:
@@ -255,24 +396,46 @@ class _RangeRead:
             return self._offset_illegal(off, n, res)
         return self._nothing_found(off, n, res, status)  # NO_NEW_MSG, NO_MATCHED_MSG, or FOUND with an empty body
 
+    def _learn(self, n: int, got: int) -> None:
+        """Set the step from the first answer and share it with the partition's other ranges.
+
+        ``got`` of the ``n`` messages asked for came back. Once learned, the step only grows
+        (answers capped by bytes vary with message sizes); a step guessed from a hint is
+        replaced by this range's first capped answer.
+        """
+        if self.guessed:
+            self.guessed = False
+            if got < n:
+                self.step = max(1, got)
+            return
+        if self.learned:
+            self.step = max(self.step, got)
+            return
+        self.step = max(1, got)
+        self.learned = True
+        if got < n:  # capped by the broker: its cap is the window to ask for
+            self.hints.steps[self.rng.topic] = self.step
+        elif n >= self.spec.pull_batch_size:  # a full-size pull came back whole
+            self.hints.steps.setdefault(self.rng.topic, self.spec.pull_batch_size)
+
     def _found(self, off: int, n: int, res: Any) -> None:
         """Keep a FOUND body; learn the step; re-pull the rest of a short answer."""
         rng = self.rng
         self.empty_pulls = 0
-        (first,) = _QUEUE_OFFSET.unpack_from(res.body, 20)
+        body = res.body
+        (first,) = _QUEUE_OFFSET.unpack_from(body, 20)
         if first > off:
             _lost(self.spec, rng, off, min(first, rng.end), f"the broker returned offset {first} first")
         nxt = min(int(res.next_begin_offset), off + n)
         if nxt <= off:
             raise ProtocolError(f"pull of {self.mq} at {off} made no progress (next offset {res.next_begin_offset})")
-        self.step = max(self.step, nxt - off) if self.learned else max(1, nxt - off)
-        self.learned = True
-        self.pending.append(res.body)
+        self._learn(n, nxt - off)
+        self.pending.append(body)
         self.pending_rows += nxt - off
-        self.pending_bytes += len(res.body)
+        self.pending_bytes += len(body)
         self.cursor = nxt
         if nxt < off + n:
-            self.push_front(nxt, off + n - nxt)
+            self.push_remainder(nxt, off + n - nxt)
 
     def _offset_illegal(self, off: int, n: int, res: Any) -> bool:
         """OFFSET_ILLEGAL: skip what fell below the queue's min offset; stop past its max."""
@@ -313,12 +476,55 @@ class _RangeRead:
 
     def take_batch(self) -> pa.RecordBatch:
         """Decode the pending bodies into one batch of the range's rows and start anew."""
+        from .decode import decode_bodies_to_batch  # numpy/pyarrow.compute: executors only
+
         rng = self.rng
-        batch = decode_records_to_batch(
-            b"".join(self.pending), broker_name=rng.broker_name, start_offset=rng.start, end_offset=rng.end
+        batch = decode_bodies_to_batch(
+            self.pending, broker_name=rng.broker_name, start_offset=rng.start, end_offset=rng.end
         )
         self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
         return batch
+
+    def cancel(self) -> None:
+        """Drop the pulls still in flight (their answers are not needed)."""
+        for _, _, fut in self.inflight:
+            fut.cancel()
+        self.inflight.clear()
+
+
+def _top_up(reads: list[_RangeRead], i: int, limit: int) -> None:
+    """Keep up to ``limit`` pulls in flight over ``reads[i:]``, in range order: once range ``i``
+    has asked for all its offsets, the next ranges' first pulls start while its answers come in.
+
+    Only ``reads[i]`` has answers consumed, so each later range that holds pulls holds at least
+    one: at most ``limit`` ranges after ``i`` can hold any.
+    """
+    budget = limit - sum(len(r.inflight) for r in reads[i : i + limit + 1])
+    for r in reads[i:]:
+        if budget <= 0:
+            return
+        budget -= r.fill(budget)
+        if not r.issued_all:
+            return
+
+
+def _read_ranges(reads: list[_RangeRead], limit: int) -> Iterator[pa.RecordBatch]:
+    """Read ``reads`` one after the other (batches never mix ranges), pulls pipelined across them."""
+    for i, r in enumerate(reads):
+        _top_up(reads, i, limit)
+        while r.inflight:
+            off, n, fut = r.inflight.popleft()
+            res = fut.result()
+            if off < r.cursor:  # skipped over (data loss with failOnDataLoss=false)
+                r.behind(off, n)
+            elif r.on_result(off, n, res):
+                break
+            _top_up(reads, i, limit)
+            if r.batch_due():
+                yield r.take_batch()
+        r.cancel()
+        if r.pending:
+            yield r.take_batch()
 
 
 def read_range(
@@ -328,8 +534,9 @@ def read_range(
 
     Up to ``pull_concurrency`` pulls are kept in flight: the first pull learns how many messages
     the broker returns per pull (brokers cap it), then windows of that size are requested ahead;
-    a short answer makes its remainder the next request. Stops at ``rng.end`` even when the
-    queue holds more messages. The per-answer decisions are :class:`_RangeRead`'s.
+    the remainder of a short answer is requested next, cut into windows of that size. Stops at
+    ``rng.end`` even when the queue holds more messages. The per-answer decisions are
+    :class:`_RangeRead`'s.
 
     Raises:
         DataLossError: messages of the range are gone and ``failOnDataLoss`` is true.
@@ -338,27 +545,16 @@ def read_range(
     """
     if rng.start >= rng.end:
         return
-    r = _RangeRead(rng, spec, puller or _Puller(admin, spec, None))
-    r.fill()
-    while r.inflight:
-        off, n, fut = r.inflight.popleft()
-        res = fut.result()
-        if off < r.cursor:  # skipped over (data loss with failOnDataLoss=false)
-            r.behind(off, n)
-            continue
-        if r.on_result(off, n, res):
-            break
-        if r.batch_due():
-            yield r.take_batch()
-        r.fill()
-    for _, _, fut in r.inflight:
-        fut.cancel()
-    if r.pending:
-        yield r.take_batch()
+    puller = puller or _Puller(admin, spec, None)
+    yield from _read_ranges([_RangeRead(rng, spec, puller)], puller.concurrency)
 
 
 def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
     """Read every range of ``partition`` with a client opened and closed here (executor side).
+
+    The ranges are read in order with one pull window for the whole partition: the next range's
+    first pulls start while the current one's last answers are outstanding, and the per-pull cap
+    learned on one range is reused by the next ranges of the same topic.
 
     Raises:
         DataLossError, ProtocolError, RocketMQError: see :func:`read_range`.
@@ -366,20 +562,13 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
     if not isinstance(partition, RocketMQInputPartition) or not partition.ranges:
         return
     spec = partition.client
-    admin = make_admin(spec)
-    pool = (
-        ThreadPoolExecutor(spec.pull_concurrency, thread_name_prefix="rocketmq-pull")
-        if spec.pull_concurrency > 1
-        else None
-    )
+    puller = open_puller(spec)
     try:
-        puller = _Puller(admin, spec, pool)
-        for rng in partition.ranges:
-            yield from read_range(admin, rng, spec, puller)
+        hints = _StepHints()
+        reads = [_RangeRead(rng, spec, puller, hints) for rng in partition.ranges if rng.end > rng.start]
+        yield from _read_ranges(reads, puller.concurrency)
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-        _close_quietly(admin)
+        puller.close()
 
 
 def make_partitions(ranges: list[QueueRange], num_partitions: int, client: ClientSpec) -> list[RocketMQInputPartition]:
