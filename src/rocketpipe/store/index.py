@@ -44,6 +44,7 @@ from typing import Final
 from ..errors import InvalidArgumentError, ProtocolError
 from ..protocol import sysflag as sf
 from ..protocol.message import decode_record
+from .api import property_value as _property
 from .commit_log import CommitLog
 from .index_file import IndexFile, IndexFileError, KeyEntry
 from .index_hash import index_key_hash, index_key_hashes
@@ -538,16 +539,3 @@ def scan_commit_log(commit_log: CommitLog, start: int) -> Iterator[ScannedRecord
             return
         yield msg.topic, msg.properties, pos, total, msg.sys_flag, msg.store_timestamp
         pos += total
-
-
-def _property(props: str, key: str) -> str | None:
-    """One property of a wire properties string (last duplicate wins, as in Java)."""
-    needle = key + "\x01"
-    i = props.rfind(needle)
-    while i > 0 and props[i - 1] != "\x02":
-        i = props.rfind(needle, 0, i)
-    if i < 0:
-        return None
-    start = i + len(needle)
-    j = props.find("\x02", start)
-    return props[start : j if j >= 0 else len(props)] or None
