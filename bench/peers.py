@@ -19,20 +19,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
-import re
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from rocketpipe.testing.serve_process import ServeStartError, serve_process, stop_process
 
 APACHE_VERSION = "5.3.3"
 
@@ -87,13 +84,7 @@ def one_line(exc: BaseException) -> str:
 
 
 def _stop(proc: subprocess.Popen[Any], grace: float = 30.0) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+    stop_process(proc, grace)
 
 
 # ---------------------------------------------------------------------------- rocketpipe serve
@@ -106,46 +97,11 @@ def rocketpipe_serve(tmp: Path, flush: str, extra_args: tuple[str, ...] = (), sr
     ``src``: run the ``rocketpipe`` package found there (a ``src/`` directory) instead of the
     installed one, e.g. an earlier commit's (see :func:`rocketpipe_at`).
     """
-    env = dict(os.environ)
-    if src is not None:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(src), env.get("PYTHONPATH", "")) if p)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rocketpipe",
-            "serve",
-            "--port",
-            "0",
-            "--namesrv-port",
-            "0",
-            "--data-dir",
-            str(tmp / "store"),
-            "--flush",
-            flush,
-            *extra_args,
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
     try:
-        lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or ()], daemon=True).start()
-        out = ""
-        deadline = time.monotonic() + 60
-        while "ready" not in out:
-            try:
-                out += lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                raise Unavailable(f"rocketpipe serve did not start: {out[-300:]!r}") from None
-        m = re.search(r"name server listening on (\S+)", out)
-        if m is None:
-            raise Unavailable(f"no name server address in {out[-300:]!r}")
-        yield m.group(1)
-    finally:
-        _stop(proc)
+        with serve_process(tmp / "store", flush=flush, extra_args=extra_args, src=src) as served:
+            yield served.namesrv_addr
+    except ServeStartError as exc:
+        raise Unavailable(str(exc)) from None
 
 
 def rocketpipe_at(rev: str) -> Callable[[Path, str], contextlib.AbstractContextManager[str]]:

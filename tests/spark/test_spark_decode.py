@@ -104,6 +104,26 @@ def test_offset_window_filters_rows() -> None:
     assert batch.column("queue_offset").to_pylist() == [12, 13, 14]
 
 
+@pytest.mark.parametrize(
+    "columns",
+    [
+        ["body"],
+        ["msg_id", "queue_id", "queue_offset"],
+        ["queue_offset", "topic"],
+        ["properties", "born_timestamp", "broker_name", "reconsume_times", "store_timestamp", "tags", "keys"],
+        ARROW_SCHEMA.names[::-1],
+    ],
+)
+def test_selected_columns_equal_the_full_decode(columns: list[str]) -> None:
+    buf = b"".join(_rec(i) for i in range(10, 20)) + _rec(20, properties={"TAGS": "x"})  # last: no UNIQ_KEY
+    full = decode_records_to_batch(buf, broker_name="b", start_offset=11, end_offset=21)
+    some = decode_records_to_batch(buf, broker_name="b", start_offset=11, end_offset=21, columns=columns)
+    assert some.schema.names == columns
+    assert some.equals(full.select(columns))
+    empty = decode_records_to_batch(b"", broker_name="b", columns=columns)
+    assert empty.num_rows == 0 and empty.schema.names == columns
+
+
 def test_empty_buffer_gives_empty_batch() -> None:
     batch = decode_records_to_batch(b"", broker_name="b")
     assert batch.num_rows == 0 and batch.schema.equals(ARROW_SCHEMA)

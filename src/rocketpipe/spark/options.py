@@ -98,6 +98,8 @@ class SourceOptions:
         pull_concurrency: pull requests in flight per task.
         num_partitions: target number of input partitions per batch.
         client_factory: ``module:callable`` building the admin client, or ``None`` for SyncAdmin.
+        columns: the source columns a user ``.schema(...)`` selected, in its order, or ``None``
+            for all of them (set by the data source, not an option).
     """
 
     name_server: str
@@ -111,6 +113,7 @@ class SourceOptions:
     pull_concurrency: int
     num_partitions: int
     client_factory: str | None
+    columns: tuple[str, ...] | None = None
 
 
 def _get(options: Mapping[str, str], name: str) -> str | None:

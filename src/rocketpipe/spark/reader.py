@@ -96,6 +96,7 @@ class ClientSpec:
         pull_timeout_s: timeout of one pull, seconds.
         pull_concurrency: pulls kept in flight per task.
         fail_on_data_loss: raise :class:`DataLossError` (``True``) or skip lost messages.
+        columns: the columns each batch keeps, in order (``None`` = all of :data:`~rocketpipe.spark.decode.ARROW_SCHEMA`).
     """
 
     name_server: str
@@ -104,6 +105,7 @@ class ClientSpec:
     pull_timeout_s: float
     pull_concurrency: int
     fail_on_data_loss: bool
+    columns: tuple[str, ...] | None = None
 
     @classmethod
     def from_options(cls, options: SourceOptions) -> ClientSpec:
@@ -115,6 +117,7 @@ class ClientSpec:
             options.pull_timeout_s,
             options.pull_concurrency,
             options.fail_on_data_loss,
+            options.columns,
         )
 
 
@@ -480,7 +483,11 @@ class _RangeRead:
 
         rng = self.rng
         batch = decode_bodies_to_batch(
-            self.pending, broker_name=rng.broker_name, start_offset=rng.start, end_offset=rng.end
+            self.pending,
+            broker_name=rng.broker_name,
+            start_offset=rng.start,
+            end_offset=rng.end,
+            columns=self.spec.columns,
         )
         self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
         return batch

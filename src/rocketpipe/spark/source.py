@@ -16,15 +16,19 @@ column contract (Kafka-sink-like: ``body`` required, optional ``topic``, ``tags`
 ``properties``, ``queue_id``, ``broker_name``) and delivery guarantee (at-least-once) in
 :mod:`rocketpipe.spark.writer`.
 
-Rows have a fixed schema (:data:`SCHEMA`); a user-supplied ``.schema(...)`` must equal it.
-Limitations (Spark's Python Data Source API): micro-batch only (no continuous trigger), no
-column pruning and no filter pushdown, so every column is always decoded.
+Rows have the schema :data:`SCHEMA`. A user-supplied ``.schema(...)`` may name a subset of its
+columns, in any order, with the same types (e.g. ``"msg_id STRING, queue_offset LONG"``): the
+batches then carry only those columns, so Spark neither receives nor converts the others (a
+projection the user states; Spark's Python Data Source API does no column pruning itself).
+Limitations: micro-batch only (no continuous trigger), no filter pushdown.
 
 Imports: pyspark and the other ``rocketpipe.spark`` modules.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from typing import Final
 
 from pyspark.sql.datasource import (
@@ -45,9 +49,10 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from .options import SourceOptionError, parse_sink_options, parse_source_options
-from .reader import RocketMQBatchReader, RocketMQStreamReader
-from .writer import make_writer
+from .options import SourceOptionError, SourceOptions, parse_sink_options, parse_source_options
+
+# The readers and writers are imported when Spark asks for one: the data-source lookup and
+# schema steps (each a fresh Python process) then import only this module and the options.
 
 #: Row schema of the source; ``read()`` yields Arrow batches of exactly
 #: ``to_arrow_schema(SCHEMA, timezone="UTC")`` (= :data:`rocketpipe.spark.decode.ARROW_SCHEMA`).
@@ -69,11 +74,39 @@ SCHEMA: Final = StructType(
 )
 
 
-def _check_schema(schema: StructType) -> None:
-    if schema != SCHEMA:
-        raise SourceOptionError(
-            "format('rocketmq') has a fixed schema; remove .schema(...) or pass exactly " + SCHEMA.simpleString()
-        )
+def projection(schema: StructType) -> tuple[str, ...] | None:
+    """The source columns ``schema`` selects, in its order; ``None`` when it is :data:`SCHEMA` itself.
+
+    Raises:
+        SourceOptionError: a column that the source does not have, a type other than the
+            source's, a duplicate, or no column at all.
+    """
+    if schema == SCHEMA:
+        return None
+    ours = {f.name: f.dataType for f in SCHEMA.fields}
+    names: list[str] = []
+    for f in schema.fields:
+        if f.name not in ours or f.dataType != ours[f.name] or f.name in names:
+            why = (
+                "is not a column of format('rocketmq')"
+                if f.name not in ours
+                else "appears twice"
+                if f.name in names
+                else f"has type {f.dataType.simpleString()}, the source's is {ours[f.name].simpleString()}"
+            )
+            raise SourceOptionError(
+                f".schema(...) column {f.name!r} {why}; name a subset of "
+                + SCHEMA.simpleString()
+                + " or remove .schema(...)"
+            )
+        names.append(f.name)
+    if not names:
+        raise SourceOptionError(".schema(...) names no column; name a subset of " + SCHEMA.simpleString())
+    return tuple(names)
+
+
+def _source_options(options: Mapping[str, str], schema: StructType, *, streaming: bool) -> SourceOptions:
+    return dataclasses.replace(parse_source_options(options, streaming=streaming), columns=projection(schema))
 
 
 class RocketMQDataSource(DataSource):
@@ -97,19 +130,21 @@ class RocketMQDataSource(DataSource):
         """A batch reader over ``[startingOffsets, endingOffsets)``.
 
         Raises:
-            SourceOptionError: invalid options or a different schema.
+            SourceOptionError: invalid options, or a schema that is not a subset of :data:`SCHEMA`.
         """
-        _check_schema(schema)
-        return RocketMQBatchReader(parse_source_options(self.options, streaming=False))
+        from .reader import RocketMQBatchReader
+
+        return RocketMQBatchReader(_source_options(self.options, schema, streaming=False))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """A micro-batch stream reader.
 
         Raises:
-            SourceOptionError: invalid options or a different schema.
+            SourceOptionError: invalid options, or a schema that is not a subset of :data:`SCHEMA`.
         """
-        _check_schema(schema)
-        return RocketMQStreamReader(parse_source_options(self.options, streaming=True))
+        from .reader import RocketMQStreamReader
+
+        return RocketMQStreamReader(_source_options(self.options, schema, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """A batch writer: every row of ``schema`` becomes one message (driver side, no I/O).
@@ -118,6 +153,8 @@ class RocketMQDataSource(DataSource):
             SinkOptionError: invalid options, no topic, or ``mode("overwrite")``.
             SinkSchemaError: no ``body`` column, or a sink column of an unsupported type.
         """
+        from .writer import make_writer
+
         return make_writer(parse_sink_options(self.options), schema, overwrite=overwrite, streaming=False)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
@@ -128,4 +165,6 @@ class RocketMQDataSource(DataSource):
         Raises:
             SinkOptionError, SinkSchemaError: as :meth:`writer`.
         """
+        from .writer import make_writer
+
         return make_writer(parse_sink_options(self.options), schema, overwrite=overwrite, streaming=True)
