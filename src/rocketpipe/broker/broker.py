@@ -68,6 +68,7 @@ from .pop import install as install_pop
 from .processors.admin import AdminProcessor
 from .processors.assignment import AssignmentProcessor
 from .processors.consumer import ConsumerProcessor
+from .processors.end_transaction import EndTransactionProcessor
 from .processors.lock import LockProcessor
 from .processors.offset import OffsetProcessor
 from .processors.pull import PullProcessor
@@ -77,6 +78,7 @@ from .pull_hold import HeldPull, PullHoldTable
 from .schedule import SCHEDULE_TOPIC, DueMessage, ScheduleDelivery, parse_delay_levels, redirect_properties
 from .stats import BrokerStats
 from .topics import SubscriptionGroupTable, TopicTable
+from .transaction import TransactionService
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +175,8 @@ class Broker:
             QueryProcessor(self),
         ):
             proc.register(self.router)
+        self.transactions = TransactionService(self, self.put_message)
+        EndTransactionProcessor(self.transactions).register(self.router)
         self.pop = install_pop(self)
         self.assignment = AssignmentProcessor(self)  # QUERY_ASSIGNMENT / SET_ / GET_ALL_MESSAGE_REQUEST_MODE
         self.assignment.register(self.router)
@@ -301,6 +305,7 @@ class Broker:
             except Exception:
                 log.exception("broker loops ended with an error")
         self.hold.drain()
+        await self.transactions.close()
         await self.pop.close()
         await self.assignment.close()
         try:
@@ -330,6 +335,7 @@ class Broker:
             tg.create_task(self._flush_loop(), name="broker-flush")
             tg.create_task(self._stats_loop(), name="broker-stats")
             tg.create_task(self._clean_loop(), name="broker-clean")
+            tg.create_task(self.transactions.run(), name="broker-transaction-check")
             if self.config.flush_disk_type == "SYNC_FLUSH":
                 tg.create_task(self.group_commit.run(), name="broker-group-commit")
             self._ready.set()

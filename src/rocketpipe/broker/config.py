@@ -83,6 +83,14 @@ class BrokerConfig:
             not expired, if ``clean_file_forcibly_enable`` (5.x ``diskSpaceCleanForciblyRatio``, 85;
             clamped to 30..85).
         file_reserved_time: hours a commit-log file is kept after its last write (``fileReservedTime``, 72).
+        transaction_timeout: ms a half message waits for its producer's decision before the
+            first check-back (``transactionTimeOut``, 6 000).
+        transaction_check_max: check-backs of one half before it is discarded to
+            ``TRANS_CHECK_MAX_TIME_TOPIC`` (``transactionCheckMax``, 15).
+        transaction_check_interval: ms between check passes (``transactionCheckInterval``;
+            30 000 as 5.x, 60 000 in 4.9).
+        reject_transaction_message: refuse half messages with NO_PERMISSION
+            (``rejectTransactionMessage``).
         delete_when: hours of the day, ``"04"`` or ``"01;04"``, at which expired files are deleted
             (``deleteWhen``).
         clean_file_forcibly_enable: delete unexpired files when the disk is nearly full
@@ -164,6 +172,11 @@ class BrokerConfig:
     server_max_pending_frame_bytes: int = 16 * 1024 * 1024 + 1024
     server_max_pending_bytes_total: int = 256 * 1024 * 1024
     server_warning_interval_seconds: int = 60
+    # --- transactional messages (BrokerConfig, 5.x defaults) ---
+    transaction_timeout: int = 6_000
+    transaction_check_max: int = 15
+    transaction_check_interval: int = 30_000
+    reject_transaction_message: bool = False
     # --- metadata files ---
     recover_metadata: bool = False
 

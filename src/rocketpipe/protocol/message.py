@@ -480,6 +480,35 @@ def body_crc(body: bytes | memoryview) -> int:
     return zlib.crc32(body) & 0x7FFFFFFF
 
 
+def encode_message_ext(msg: MessageExt, *, topic: str | None = None, queue_id: int | None = None) -> bytes:
+    """Encode a stored message back into a commit-log record (``MessageDecoder.encode``).
+
+    ``topic`` / ``queue_id`` replace the message's own (a transaction check sends the half
+    message under its real topic and queue). The body is written as stored (compressed when
+    its sysflag says so), with the stored body CRC.
+
+    Raises:
+        InvalidArgumentError: topic over 255 bytes or properties over 32767 bytes.
+    """
+    return encode_record(
+        topic=msg.topic if topic is None else topic,
+        body=msg.body,
+        properties=msg.properties,
+        queue_id=msg.queue_id if queue_id is None else queue_id,
+        flag=msg.flag,
+        queue_offset=msg.queue_offset,
+        physical_offset=msg.commit_log_offset,
+        sys_flag=msg.sys_flag,
+        born_timestamp=msg.born_timestamp,
+        born_host=msg.born_host,
+        store_timestamp=msg.store_timestamp,
+        store_host=msg.store_host,
+        reconsume_times=msg.reconsume_times,
+        prepared_transaction_offset=msg.prepared_transaction_offset,
+        crc=msg.body_crc,
+    )
+
+
 def encode_record(
     *,
     topic: str,

@@ -225,23 +225,7 @@ class AdminProcessor:
         msg = self.broker.store.look_message_by_offset(offset)
         if msg is None:
             return None
-        return pm.encode_record(
-            topic=msg.topic,
-            body=msg.body,
-            properties=msg.properties,
-            queue_id=msg.queue_id,
-            flag=msg.flag,
-            queue_offset=msg.queue_offset,
-            physical_offset=msg.commit_log_offset,
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_host=msg.born_host,
-            store_timestamp=msg.store_timestamp,
-            store_host=msg.store_host,
-            reconsume_times=msg.reconsume_times,
-            prepared_transaction_offset=msg.prepared_transaction_offset,
-            crc=msg.body_crc,
-        )
+        return pm.encode_message_ext(msg)
 
     async def get_consumer_running_info(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
         """Forward GET_CONSUMER_RUNNING_INFO to the client and relay its answer.

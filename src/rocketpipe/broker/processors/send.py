@@ -28,6 +28,7 @@ from ...transport import DEFER, Connection, Router
 from .. import retry
 from ..context import BrokerContext
 from ..topics import TopicConfig, is_not_allowed_send_topic, validate_topic
+from ..transaction.bridge import half_message
 from .common import decode_header, error, require
 
 log = logging.getLogger(__name__)
@@ -133,6 +134,14 @@ _V1_KEYS = (
     "maxReconsumeTimes",
     "batch",
 )
+
+
+def _delay_level(props: dict[str, str]) -> int:
+    """``Message.getDelayTimeLevel``: the ``DELAY`` property, 0 when absent or not a number."""
+    try:
+        return int(props.get(pm.PROPERTY_DELAY_TIME_LEVEL) or 0)
+    except ValueError:
+        return 0
 
 
 def _opt_int(raw: str | None) -> int | None:
@@ -364,14 +373,21 @@ class SendProcessor:
     ) -> RemotingCommand | tuple[list[MessageInner], int, bool]:
         """The one message of a SEND_MESSAGE(_V2) (``sendMessage`` after ``msgCheck``).
 
-        Transactional prepared messages are refused; :meth:`_retry_redirect`
-        (``handleRetryAndDLQ``); a ``UNIQ_KEY`` when the producer sent none; ``CLUSTER``; then
-        the delay level (:meth:`~rocketpipe.broker.context.BrokerContext.apply_delay`).
+        :meth:`_retry_redirect` (``handleRetryAndDLQ``); a ``UNIQ_KEY`` when the producer sent
+        none; ``CLUSTER``; then either the half message of a transaction (``TRAN_MSG=true``,
+        unless it is an old client's delayed send-back: :func:`~..transaction.bridge.half_message`;
+        NO_PERMISSION with ``reject_transaction_message``) or the delay level
+        (:meth:`~rocketpipe.broker.context.BrokerContext.apply_delay`).
         """
         b = self.broker
-        if props.get(pm.PROPERTY_TRANSACTION_PREPARED) == "true":
-            return error(cmd, ResponseCode.NO_PERMISSION, "transaction messages are not supported by this broker")
         reconsume = h.reconsume_times or 0
+        half = props.get(pm.PROPERTY_TRANSACTION_PREPARED, "").lower() == "true" and not (
+            reconsume > 0 and _delay_level(props) > 0
+        )
+        if half and b.config.reject_transaction_message:
+            return error(
+                cmd, ResponseCode.NO_PERMISSION, f"the broker[{b.config.host}] sending transaction message is forbidden"
+            )
         if retry.is_retry_topic(topic):
             redirected = self._retry_redirect(cmd, topic, props, reconsume, h.max_reconsume_times)
             if isinstance(redirected, RemotingCommand):
@@ -385,7 +401,7 @@ class SendProcessor:
         inner = self._inner(
             topic, queue_id, body, h.flag or 0, props, sys_flag, h.born_timestamp or 0, conn.remote_address, reconsume
         )
-        return [b.apply_delay(inner)], queue_id, False
+        return [half_message(inner) if half else b.apply_delay(inner)], queue_id, False
 
     def _retry_redirect(
         self, cmd: RemotingCommand, topic: str, props: dict[str, str], reconsume: int, header_max: int | None
