@@ -21,7 +21,11 @@ def _alive(pid: int) -> bool:
 
 
 def test_serve_process_yields_working_addresses_and_stops(tmp_path: Path) -> None:
-    with serve_process(tmp_path / "store", extra_args=("--max-transfer-count", "64"), log_file=tmp_path / "s.log") as s:
+    with serve_process(
+        tmp_path / "store",
+        extra_args=("--max-transfer-count", "64", "--transaction-check-interval", "1500"),
+        log_file=tmp_path / "s.log",
+    ) as s:
         assert s.namesrv_addr.startswith("127.0.0.1:") and s.broker_addr.startswith("127.0.0.1:")
         admin = SyncAdmin(namesrv_addr=s.namesrv_addr)
         try:
@@ -31,7 +35,8 @@ def test_serve_process_yields_working_addresses_and_stops(tmp_path: Path) -> Non
             admin.close()
         pid = s.pid
     assert not _alive(pid)
-    assert "maxTransferCountOnMessageInMemory=64" in (tmp_path / "s.log").read_text()
+    started = (tmp_path / "s.log").read_text()
+    assert "maxTransferCountOnMessageInMemory=64" in started and "transactionCheckInterval=1500" in started
 
 
 def test_serve_process_that_cannot_start_says_why(tmp_path: Path) -> None:

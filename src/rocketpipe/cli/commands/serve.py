@@ -89,6 +89,7 @@ def _start_line(
             f"cleanFileForciblyEnable={str(config.clean_file_forcibly_enable).lower()}",
             f"maxTransferCountOnMessageInMemory={config.max_transfer_count_on_message_in_memory}",
             f"recoverMetadata={str(config.recover_metadata).lower()}",
+            f"transactionCheckInterval={config.transaction_check_interval}",
         ]
     fields += [
         f"serverChannelMaxIdleTimeSeconds={limits.server_channel_max_idle_time_seconds}",
@@ -222,6 +223,30 @@ def serve(
             help="Most bytes one pull returns (maxTransferBytesOnMessageInMemory, 262144 as Java).",
         ),
     ] = 256 * 1024,
+    transaction_check_interval: Annotated[
+        int,
+        typer.Option(
+            "--transaction-check-interval",
+            metavar="MS",
+            help="Milliseconds between checks of undecided transactional half messages (transactionCheckInterval, 30000 as 5.x).",
+        ),
+    ] = 30_000,
+    transaction_timeout: Annotated[
+        int,
+        typer.Option(
+            "--transaction-timeout",
+            metavar="MS",
+            help="Milliseconds a half message waits for its producer's decision before the broker asks it (transactionTimeOut).",
+        ),
+    ] = 6_000,
+    transaction_check_max: Annotated[
+        int,
+        typer.Option(
+            "--transaction-check-max",
+            metavar="N",
+            help="Checks of one half message before it is discarded to TRANS_CHECK_MAX_TIME_TOPIC (transactionCheckMax).",
+        ),
+    ] = 15,
     clean_file_forcibly: Annotated[
         bool,
         typer.Option(
@@ -277,6 +302,9 @@ def serve(
         ("--max-transfer-count", max_transfer_count, 1, None),
         ("--max-transfer-bytes", max_transfer_bytes, 1, None),
         ("--max-connections", max_connections, 1, None),
+        ("--transaction-check-interval", transaction_check_interval, 1, None),
+        ("--transaction-timeout", transaction_timeout, 0, None),
+        ("--transaction-check-max", transaction_check_max, 1, None),
         ("--log-max-bytes", log_max_bytes, 1, None),
         ("--log-backups", log_backups, 1, None),
     ])  # fmt: skip
@@ -308,6 +336,9 @@ def serve(
             server_channel_max_idle_time_seconds=max_idle_seconds,
             server_max_connections=max_connections,
             recover_metadata=recover_metadata,
+            transaction_check_interval=transaction_check_interval,
+            transaction_timeout=transaction_timeout,
+            transaction_check_max=transaction_check_max,
         )
     try:
         configure_logging(log_level, log_file, max_bytes=log_max_bytes, backups=log_backups)
