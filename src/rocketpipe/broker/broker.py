@@ -77,6 +77,15 @@ from .processors.send import SendProcessor
 from .pull_hold import HeldPull, PullHoldTable
 from .schedule import SCHEDULE_TOPIC, DueMessage, ScheduleDelivery, parse_delay_levels, redirect_properties
 from .stats import BrokerStats
+from .timer import (
+    TIMER_TOPIC,
+    TimerDelivery,
+    TimerNotEnabledError,
+    delivered_message,
+    drop_timer_properties,
+    is_timer_message,
+    timer_delivery_ms,
+)
 from .topics import SubscriptionGroupTable, TopicTable
 from .transaction import TransactionService
 
@@ -162,6 +171,8 @@ class Broker:
         #: counters behind GET_BROKER_RUNTIME_INFO (bootTimestamp = construction time)
         self.stats = BrokerStats(clock.now_ms())
         self.schedule = ScheduleDelivery(self.delay_levels, self._read_schedule, self._deliver_scheduled)
+        self.timer = TimerDelivery(self._read_timer, self._deliver_timer, clock.now_ms)
+        self._persisted_timer: dict[str, int] = {}
         self.router = Router()
         self.send_processor = SendProcessor(self)
         self.pull_processor = PullProcessor(self)
@@ -251,7 +262,7 @@ class Broker:
         topics_read = await asyncio.to_thread(
             metadata.read_topics, self._path("topics.json"), self.store.config.root_dir
         )
-        groups, offsets, delay_obj = [
+        groups, offsets, delay_obj, timer_obj = [
             await metadata.attempt(
                 errors, asyncio.to_thread(metadata.load_file, self._path(name), shape, recover=recover, what=what)
             )
@@ -259,6 +270,7 @@ class Broker:
                 ("subscriptionGroup.json", self.groups_config.JSON_SHAPE, "subscription groups"),
                 ("consumerOffset.json", self.offsets.JSON_SHAPE, "consumer offsets"),
                 ("delayOffset.json", metadata.DELAY_OFFSET_SHAPE, "delay progress"),
+                ("timerCheckpoint.json", metadata.TIMER_CHECKPOINT_SHAPE, "timer progress"),
             )
         ]
         await metadata.attempt(errors, self.pop.load())  # popCheckpoint.json
@@ -272,6 +284,8 @@ class Broker:
         delay = ScheduleDelivery.offsets_from_json(delay_obj)
         self.schedule.offsets.update(delay)
         self._persisted_delay = dict(delay)
+        self.timer.load_json(timer_obj)
+        self._persisted_timer = self.timer.to_json()
         await asyncio.to_thread(self.store.load)
         await self.pop.start()
         self.address = await self.server.start()
@@ -328,6 +342,7 @@ class Broker:
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self._register_loop(), name="broker-register")
             tg.create_task(self._schedule_loop(), name="broker-schedule")
+            tg.create_task(self._timer_loop(), name="broker-timer")
             tg.create_task(self._hold_loop(), name="broker-hold")
             tg.create_task(self._expiry_loop(), name="broker-expiry")
             tg.create_task(self._notify_loop(), name="broker-notify")
@@ -375,22 +390,27 @@ class Broker:
         return await self.group_commit.wait_flushed(result.wrote_offset + result.wrote_bytes)
 
     def apply_delay(self, inner: MessageInner) -> MessageInner:
-        """Redirect a message with ``DELAY > 0`` into ``SCHEDULE_TOPIC_XXXX`` (``handleScheduleMessage``).
+        """Redirect a message with ``DELAY > 0`` into ``SCHEDULE_TOPIC_XXXX`` (``handleScheduleMessage``),
+        or a 5.x timer message into ``rmq_sys_wheel_timer`` (:meth:`_apply_timer`).
 
         The level is clamped to the table; ``REAL_TOPIC``/``REAL_QID`` keep the destination and
-        the tags code is the delivery time (ms). Transactional prepared/rollback messages and
-        messages without a delay are returned unchanged.
+        the tags code is the delivery time (ms). A delay level drops the timer properties.
+        Transactional prepared/rollback messages and messages without a delay are returned
+        unchanged.
+
+        Raises:
+            TimerMessageIllegalError, TimerNotEnabledError: a timer message is refused.
         """
         props = inner.properties if isinstance(inner.properties, dict) else pm.string_to_properties(inner.properties)
         try:
             level = int(props.get(pm.PROPERTY_DELAY_TIME_LEVEL, "0") or 0)
         except ValueError:
             level = 0
-        if level <= 0 or inner.sys_flag & sf.TRANSACTION_TYPE_MASK not in (
-            sf.TRANSACTION_NOT_TYPE,
-            sf.TRANSACTION_COMMIT_TYPE,
-        ):
+        if inner.sys_flag & sf.TRANSACTION_TYPE_MASK not in (sf.TRANSACTION_NOT_TYPE, sf.TRANSACTION_COMMIT_TYPE):
             return inner
+        if level <= 0:
+            return self._apply_timer(inner, props)
+        drop_timer_properties(props)
         level = min(level, len(self.delay_levels))
         props = redirect_properties(props, inner.topic, inner.queue_id)
         props[pm.PROPERTY_DELAY_TIME_LEVEL] = str(level)
@@ -398,6 +418,31 @@ class Broker:
         inner.topic = SCHEDULE_TOPIC
         inner.queue_id = level - 1
         inner.tags_code = self.clock.now_ms() + self.delay_levels[level - 1]
+        return inner
+
+    def _apply_timer(self, inner: MessageInner, props: dict[str, str]) -> MessageInner:
+        """A 5.x timer message due in the future waits in ``rmq_sys_wheel_timer`` (:mod:`.timer`).
+
+        Raises:
+            TimerMessageIllegalError: see :func:`.timer.timer_delivery_ms`.
+            TimerNotEnabledError: ``timer_wheel_enable`` is off.
+        """
+        if not is_timer_message(props, inner.topic):
+            return inner
+        cfg = self.config
+        if not cfg.timer_wheel_enable:
+            raise TimerNotEnabledError("accurate timer message is not enabled, timerWheelEnable is false")
+        due = timer_delivery_ms(
+            props, self.clock.now_ms(), precision_ms=cfg.timer_precision_ms, max_delay_sec=cfg.timer_max_delay_sec
+        )
+        if due is None:
+            return inner
+        props = redirect_properties(props, inner.topic, inner.queue_id)
+        props[pm.PROPERTY_TIMER_OUT_MS] = str(due)
+        inner.properties = props
+        inner.topic = TIMER_TOPIC
+        inner.queue_id = 0
+        inner.tags_code = due
         return inner
 
     def topics_changed(self) -> None:
@@ -474,6 +519,20 @@ class Broker:
         result = self.put_message(inner, counted=False)
         if not result.is_ok:
             log.warning("schedule delivery failed topic=%s status=%s", due.real_topic, result.status)
+        return result.is_ok
+
+    def _read_timer(self, offset: int, max_nums: int) -> tuple[list[pm.MessageExt], int]:
+        res = self.store.get_message(TIMER_TOPIC, 0, offset, max_nums)
+        records: list[pm.MessageExt] = []
+        for buf in res.buffers:
+            records.extend(pm.decode_records(buf, decompress_body=False))
+        return records, res.next_begin_offset
+
+    def _deliver_timer(self, rec: pm.MessageExt) -> bool:
+        inner = delivered_message(rec, self.clock.now_ms())
+        result = self.put_message(inner)
+        if not result.is_ok:
+            log.warning("timer delivery failed topic=%s status=%s", inner.topic, result.status)
         return result.is_ok
 
     # ------------------------------------------------------------------ name server
@@ -592,6 +651,12 @@ class Broker:
 
         await self._periodic("schedule", _SCHEDULE_PERIOD_S, step)
 
+    async def _timer_loop(self) -> None:
+        async def step() -> None:
+            self.timer.tick()
+
+        await self._periodic("timer", _SCHEDULE_PERIOD_S, step)
+
     async def _hold_loop(self) -> None:
         interval = (
             self.config.long_polling_check_interval_ms
@@ -706,6 +771,17 @@ class Broker:
                     self._path("delayOffset.json"),
                     self.schedule.to_json(),
                     functools.partial(setattr, self, "_persisted_delay", prev_delay),
+                )
+            )
+        timer_now = self.timer.to_json()
+        if force or (delay_due and timer_now != self._persisted_timer):
+            prev_timer = self._persisted_timer
+            self._persisted_timer = timer_now
+            jobs.append(
+                (
+                    self._path("timerCheckpoint.json"),
+                    timer_now,
+                    functools.partial(setattr, self, "_persisted_timer", prev_timer),
                 )
             )
         failure: Exception | None = None

@@ -83,6 +83,9 @@ class BrokerConfig:
             not expired, if ``clean_file_forcibly_enable`` (5.x ``diskSpaceCleanForciblyRatio``, 85;
             clamped to 30..85).
         file_reserved_time: hours a commit-log file is kept after its last write (``fileReservedTime``, 72).
+        timer_wheel_enable: accept 5.x timer messages (``timerWheelEnable``).
+        timer_precision_ms: delivery-time step of timer messages (``timerPrecisionMs``, 1 000).
+        timer_max_delay_sec: furthest delivery of a timer message, s (``timerMaxDelaySec``, 3 days).
         transaction_timeout: ms a half message waits for its producer's decision before the
             first check-back (``transactionTimeOut``, 6 000).
         transaction_check_max: check-backs of one half before it is discarded to
@@ -172,6 +175,10 @@ class BrokerConfig:
     server_max_pending_frame_bytes: int = 16 * 1024 * 1024 + 1024
     server_max_pending_bytes_total: int = 256 * 1024 * 1024
     server_warning_interval_seconds: int = 60
+    # --- timer messages (MessageStoreConfig, 5.x) ---
+    timer_wheel_enable: bool = True
+    timer_precision_ms: int = 1000
+    timer_max_delay_sec: int = 3 * 24 * 3600
     # --- transactional messages (BrokerConfig, 5.x defaults) ---
     transaction_timeout: int = 6_000
     transaction_check_max: int = 15

@@ -96,7 +96,12 @@ class BrokerContext(Protocol):
         ...
 
     def apply_delay(self, inner: MessageInner) -> MessageInner:
-        """Redirect a message with ``DELAY > 0`` into ``SCHEDULE_TOPIC_XXXX`` (``handleScheduleMessage``)."""
+        """Redirect a message with ``DELAY > 0`` into ``SCHEDULE_TOPIC_XXXX``, or a 5.x timer
+        message into ``rmq_sys_wheel_timer`` (``handleScheduleMessage``).
+
+        Raises:
+            TimerMessageIllegalError, TimerNotEnabledError: a timer message is refused.
+        """
         ...
 
     def topics_changed(self) -> None:

@@ -38,6 +38,7 @@ T = TypeVar("T")
 __all__ = [
     "DELAY_OFFSET_SHAPE",
     "RECOVER_HINT",
+    "TIMER_CHECKPOINT_SHAPE",
     "MetadataError",
     "TopicsRead",
     "apply_topics",
@@ -55,6 +56,12 @@ RECOVER_HINT: Final = (
 )
 #: ``delayOffset.json`` (``ScheduleMessageService.encode``): ``{"offsetTable": {level: offset}}``.
 DELAY_OFFSET_SHAPE: Final[Mapping[str, type]] = {"offsetTable": dict}
+#: ``config/timerCheckpoint.json`` (:meth:`rocketpipe.broker.timer.TimerDelivery.to_json`)
+TIMER_CHECKPOINT_SHAPE: Final[Mapping[str, type]] = {
+    "firstWaitingOffset": int,
+    "scannedOffset": int,
+    "watermarkMs": int,
+}
 #: Directory of the consume queues under the store root (``StorePathConfigHelper``).
 CONSUME_QUEUE_DIR: Final = "consumequeue"
 #: Topic names listed in one log line at most.

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Final
 
 from ..protocol import sysflag as sf
 from ..protocol.names import AUTO_CREATE_TOPIC_KEY_TOPIC as AUTO_CREATE_TOPIC_KEY_TOPIC
-from ..protocol.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+from ..protocol.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, TIMER_TOPIC
 from ..protocol.names import SCHEDULE_TOPIC as SCHEDULE_TOPIC
 
 log = logging.getLogger(__name__)
@@ -195,6 +195,7 @@ class TopicTable:
             TopicConfig(OFFSET_MOVED_EVENT, 1, 1),
             TopicConfig(SCHEDULE_TOPIC, self.schedule_queue_nums, self.schedule_queue_nums),
             TopicConfig(f"{self.cluster_name}_REPLY_TOPIC", 1, 1),
+            TopicConfig(TIMER_TOPIC, 1, 1),  # 5.x: TimerMessageStore.TIMER_TOPIC
         ]
         if self.auto_create_topic_enable:
             n = self.default_topic_queue_nums

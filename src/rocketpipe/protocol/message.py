@@ -41,6 +41,14 @@ PROPERTY_RETRY_TOPIC: Final = "RETRY_TOPIC"
 PROPERTY_REAL_TOPIC: Final = "REAL_TOPIC"
 PROPERTY_REAL_QUEUE_ID: Final = "REAL_QID"
 PROPERTY_TRANSACTION_PREPARED: Final = "TRAN_MSG"
+#: 5.x timer messages: the producer sets one of the first three; the broker adds the rest.
+PROPERTY_TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
+PROPERTY_TIMER_DELAY_MS: Final = "TIMER_DELAY_MS"
+PROPERTY_TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
+PROPERTY_TIMER_OUT_MS: Final = "TIMER_OUT_MS"
+PROPERTY_TIMER_ENQUEUE_MS: Final = "TIMER_ENQUEUE_MS"
+PROPERTY_TIMER_DEQUEUE_MS: Final = "TIMER_DEQUEUE_MS"
+PROPERTY_TIMER_DEL_UNIQKEY: Final = "TIMER_DEL_UNIQKEY"
 PROPERTY_PRODUCER_GROUP: Final = "PGROUP"
 PROPERTY_MIN_OFFSET: Final = "MIN_OFFSET"
 PROPERTY_MAX_OFFSET: Final = "MAX_OFFSET"
@@ -234,15 +242,31 @@ class Message(_PropertyAccessors):
         tags: str | None = None,
         keys: str | list[str] | None = None,
         delay_time_level: int = 0,
+        delay_time_ms: int | None = None,
+        deliver_time_ms: int | None = None,
+        delay_time_sec: int | None = None,
         properties: dict[str, str] | None = None,
         flag: int = 0,
         wait_store_msg_ok: bool = True,
     ) -> Message:
         """Build a message like Java's ``new Message(topic, tags, keys, body)``.
 
+        Delays: ``delay_time_level`` (1..18, ``setDelayTimeLevel``) or, on 5.x brokers, a timer
+        message: ``delay_time_ms`` (``setDelayTimeMs`` → ``TIMER_DELAY_MS``), ``delay_time_sec``
+        (``setDelayTimeSec`` → ``TIMER_DELAY_SEC``) or ``deliver_time_ms`` (epoch ms,
+        ``setDeliverTimeMs`` → ``TIMER_DELIVER_MS``), delivered to 1 s precision and at most
+        ``timerMaxDelaySec`` (3 days) ahead. A delay level wins over timer properties (the
+        broker drops them), as in Java.
+
         Raises:
-            InvalidArgumentError: a user property name is reserved, or a name/value is blank.
+            InvalidArgumentError: a user property name is reserved, a name/value is blank, a
+                delay is negative, or more than one timer option is given.
         """
+        timers = [v for v in (delay_time_ms, deliver_time_ms, delay_time_sec) if v is not None]
+        if len(timers) > 1:
+            raise InvalidArgumentError("give one of delay_time_ms, deliver_time_ms, delay_time_sec")
+        if timers and timers[0] < 0:
+            raise InvalidArgumentError(f"a timer delay or delivery time must not be negative, not {timers[0]}")
         props: dict[str, str] = {}
         if properties:
             for k, v in properties.items():
@@ -257,6 +281,12 @@ class Message(_PropertyAccessors):
             props[PROPERTY_KEYS] = keys if isinstance(keys, str) else KEY_SEPARATOR.join(keys)
         if delay_time_level > 0:
             props[PROPERTY_DELAY_TIME_LEVEL] = str(delay_time_level)
+        if delay_time_ms is not None:
+            props[PROPERTY_TIMER_DELAY_MS] = str(delay_time_ms)
+        elif deliver_time_ms is not None:
+            props[PROPERTY_TIMER_DELIVER_MS] = str(deliver_time_ms)
+        elif delay_time_sec is not None:
+            props[PROPERTY_TIMER_DELAY_SEC] = str(delay_time_sec)
         props[PROPERTY_WAIT_STORE_MSG_OK] = "true" if wait_store_msg_ok else "false"
         return cls(topic, body.encode() if isinstance(body, str) else bytes(body), flag, props)
 

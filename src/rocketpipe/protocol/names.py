@@ -14,6 +14,7 @@ __all__ = [
     "MASTER_ID",
     "RETRY_GROUP_TOPIC_PREFIX",
     "SCHEDULE_TOPIC",
+    "TIMER_TOPIC",
     "dlq_topic",
     "group_of_retry_topic",
     "is_retry_topic",
@@ -26,6 +27,8 @@ RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX: Final = "%DLQ%"
 #: ``TopicValidator.RMQ_SYS_SCHEDULE_TOPIC``
 SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"
+#: ``TimerMessageStore.TIMER_TOPIC`` (5.x): timer messages wait here for their delivery time
+TIMER_TOPIC: Final = "rmq_sys_wheel_timer"
 #: ``TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC``
 AUTO_CREATE_TOPIC_KEY_TOPIC: Final = "TBW102"
 #: ``MixAll.MASTER_ID``

@@ -31,12 +31,13 @@ from ..protocol import sysflag as sf
 from ..protocol.message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_TAGS,
+    PROPERTY_TIMER_OUT_MS,
     MessageExt,
     create_offset_msg_id,
     encode_record,
     tag_code,
 )
-from ..protocol.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+from ..protocol.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, TIMER_TOPIC
 from ..protocol.names import SCHEDULE_TOPIC as SCHEDULE_TOPIC
 from ..ratelog import RateLimitedLog
 from .api import CommitLogFile, GetResult, GetStatus, MessageInner, PutResult, PutStatus, QueryResult, property_value
@@ -303,10 +304,16 @@ class MessageStore:
             self._checkpoint.master_flushed_offset = end
 
     def _recovered_tags_code(self, msg: MessageExt) -> int:
+        """The consume-queue tags code of a record re-dispatched by recovery (the one its put gave)."""
         if msg.topic == SCHEDULE_TOPIC:
             code = self._schedule_tags_code(msg.properties.get(PROPERTY_DELAY_TIME_LEVEL), msg.store_timestamp)
             if code is not None:
                 return code
+        elif msg.topic == TIMER_TOPIC:  # the broker's timer puts its delivery time there
+            try:
+                return int(msg.properties.get(PROPERTY_TIMER_OUT_MS, ""))
+            except ValueError:
+                pass
         return tag_code(msg.properties.get(PROPERTY_TAGS))
 
     def _schedule_tags_code(self, level_str: str | None, store_ts: int) -> int | None:

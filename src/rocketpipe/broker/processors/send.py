@@ -27,6 +27,7 @@ from ...store.disk import disk_util
 from ...transport import DEFER, Connection, Router
 from .. import retry
 from ..context import BrokerContext
+from ..timer import TimerMessageIllegalError, TimerNotEnabledError, illegal_remark
 from ..topics import TopicConfig, is_not_allowed_send_topic, validate_topic
 from ..transaction.bridge import half_message
 from .common import decode_header, error, require
@@ -377,7 +378,8 @@ class SendProcessor:
         none; ``CLUSTER``; then either the half message of a transaction (``TRAN_MSG=true``,
         unless it is an old client's delayed send-back: :func:`~..transaction.bridge.half_message`;
         NO_PERMISSION with ``reject_transaction_message``) or the delay level
-        (:meth:`~rocketpipe.broker.context.BrokerContext.apply_delay`).
+        or timer (:meth:`~rocketpipe.broker.context.BrokerContext.apply_delay`; a bad timer is
+        MESSAGE_ILLEGAL with Java's remark).
         """
         b = self.broker
         reconsume = h.reconsume_times or 0
@@ -401,7 +403,14 @@ class SendProcessor:
         inner = self._inner(
             topic, queue_id, body, h.flag or 0, props, sys_flag, h.born_timestamp or 0, conn.remote_address, reconsume
         )
-        return [half_message(inner) if half else b.apply_delay(inner)], queue_id, False
+        if half:
+            return [half_message(inner)], queue_id, False
+        try:
+            return [b.apply_delay(inner)], queue_id, False
+        except TimerMessageIllegalError:  # WHEEL_TIMER_MSG_ILLEGAL
+            return error(cmd, ResponseCode.MESSAGE_ILLEGAL, illegal_remark(b.config.timer_max_delay_sec))
+        except TimerNotEnabledError as exc:  # WHEEL_TIMER_NOT_ENABLE
+            return error(cmd, ResponseCode.SYSTEM_ERROR, str(exc))
 
     def _retry_redirect(
         self, cmd: RemotingCommand, topic: str, props: dict[str, str], reconsume: int, header_max: int | None
