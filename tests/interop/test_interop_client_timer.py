@@ -1,0 +1,63 @@
+"""5.x timer messages: rocketpipe's client sets TIMER_DELAY_MS / TIMER_DELIVER_MS (Message.build)
+and the broker holds the message until its time — rocketpipe's broker and Apache 5.3.3 alike,
+with the same properties on the delivered copy and the same refusal beyond timerMaxDelaySec.
+Apache 4.9.7 has no timer: it stores such a message at once (documented here)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from interop_support import Target, create_topic, unique
+
+from rocketpipe import Admin, Message, Producer, SendStatus
+from rocketpipe.errors import BrokerError
+from rocketpipe.protocol.message import MessageExt, decode_records
+from waiting import wait_until
+
+TIMER_PROPS = {"TIMER_OUT_MS", "TIMER_ENQUEUE_MS", "TIMER_DEQUEUE_MS", "REAL_TOPIC", "REAL_QID"}
+
+
+async def _all(admin: Admin, topic: str) -> list[MessageExt]:
+    out: list[MessageExt] = []
+    for mq in await admin.topic_queues(topic):
+        n = await admin.max_offset(mq)
+        if n:
+            out.extend(decode_records((await admin.pull_raw(mq, 0, 32)).body))
+    return out
+
+
+async def test_timer_messages_wait_for_their_time(target: Target) -> None:
+    topic = unique("Timer")
+    async with Admin(target.namesrv_addr) as admin:
+        await create_topic(admin, topic, 2)
+        async with Producer(unique("pg"), namesrv_addr=target.namesrv_addr) as p:
+            t0 = int(time.time() * 1000)
+            now = await p.send(Message.build(topic, b"now"))
+            later = await p.send(Message.build(topic, b"in 3 s", delay_time_ms=3000, keys="k-later"))
+            at = await p.send(Message.build(topic, b"at t0+4 s", deliver_time_ms=t0 + 4000))
+            assert {r.send_status for r in (now, later, at)} == {SendStatus.SEND_OK}
+            if target.kind == "apache-4":  # no timer in 4.x: stored at once, properties kept
+                got = await _all(admin, topic)
+                assert sorted(m.body for m in got) == [b"at t0+4 s", b"in 3 s", b"now"]
+                assert not any("TIMER_OUT_MS" in m.properties for m in got)
+                return
+            assert [m.body for m in await _all(admin, topic)] == [b"now"]  # the others wait
+            with pytest.raises(BrokerError) as refused:
+                await p.send(Message.build(topic, b"too far", delay_time_sec=3 * 24 * 3600 + 60))
+            assert refused.value.response_code == 13 and "max delay 259200000ms" in str(refused.value)
+
+        async def arrived() -> bool:
+            return len(await _all(admin, topic)) == 3
+
+        await wait_until(arrived, timeout=20, what="timer messages delivered")
+        got = {m.body: m for m in await _all(admin, topic)}
+    for body, due in ((b"in 3 s", t0 + 3000), (b"at t0+4 s", t0 + 4000)):
+        m = got[body]
+        assert set(m.properties) >= TIMER_PROPS, sorted(m.properties)
+        assert m.store_timestamp >= due - 1000  # 1 s precision: Java rounds the due time down
+        assert m.topic == topic and m.properties["REAL_TOPIC"] == topic
+        assert int(m.properties["TIMER_OUT_MS"]) in range(due - 1000, due + 1000)
+    assert got[b"in 3 s"].properties["TIMER_DELAY_MS"] == "3000" and got[b"in 3 s"].keys == "k-later"
+    assert str(t0 + 4000) == got[b"at t0+4 s"].properties["TIMER_DELIVER_MS"]
+    assert "TIMER_OUT_MS" not in got[b"now"].properties
