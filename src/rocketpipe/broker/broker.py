@@ -73,6 +73,7 @@ from .processors.lock import LockProcessor
 from .processors.offset import OffsetProcessor
 from .processors.pull import PullProcessor
 from .processors.query import QueryProcessor
+from .processors.reply import ReplyProcessor
 from .processors.send import SendProcessor
 from .pull_hold import HeldPull, PullHoldTable
 from .schedule import SCHEDULE_TOPIC, DueMessage, ScheduleDelivery, parse_delay_levels, redirect_properties
@@ -186,6 +187,7 @@ class Broker:
             QueryProcessor(self),
         ):
             proc.register(self.router)
+        ReplyProcessor(self).register(self.router)
         self.transactions = TransactionService(self, self.put_message)
         EndTransactionProcessor(self.transactions).register(self.router)
         self.pop = install_pop(self)

@@ -83,6 +83,8 @@ class BrokerConfig:
             not expired, if ``clean_file_forcibly_enable`` (5.x ``diskSpaceCleanForciblyRatio``, 85;
             clamped to 30..85).
         file_reserved_time: hours a commit-log file is kept after its last write (``fileReservedTime``, 72).
+        store_reply_message_enable: also store the replies pushed to requesters
+            (``storeReplyMessageEnable``).
         timer_wheel_enable: accept 5.x timer messages (``timerWheelEnable``).
         timer_precision_ms: delivery-time step of timer messages (``timerPrecisionMs``, 1 000).
         timer_max_delay_sec: furthest delivery of a timer message, s (``timerMaxDelaySec``, 3 days).
@@ -179,6 +181,8 @@ class BrokerConfig:
     timer_wheel_enable: bool = True
     timer_precision_ms: int = 1000
     timer_max_delay_sec: int = 3 * 24 * 3600
+    # --- request-reply ---
+    store_reply_message_enable: bool = True
     # --- transactional messages (BrokerConfig, 5.x defaults) ---
     transaction_timeout: int = 6_000
     transaction_check_max: int = 15

@@ -27,7 +27,7 @@ def send_cmd(
     batch: bool = False,
     default_topic: str = "TBW102",
 ) -> RemotingCommand:
-    """Build a send request (V1 for code 10, V2 otherwise)."""
+    """Build a send request (V1 header for codes 10 and 324, V2 otherwise)."""
     props = dict(properties or {})
     if tags:
         props[pm.PROPERTY_TAGS] = tags
@@ -48,7 +48,9 @@ def send_cmd(
         unit_mode=False,
     )
     ext = (
-        h.to_ext_fields() if code == RequestCode.SEND_MESSAGE else SendMessageRequestHeaderV2.from_v1(h).to_ext_fields()
+        h.to_ext_fields()
+        if code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_REPLY_MESSAGE)
+        else SendMessageRequestHeaderV2.from_v1(h).to_ext_fields()
     )
     return RemotingCommand.request(code, ext, body)
 

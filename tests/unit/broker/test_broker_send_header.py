@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocketpipe.broker.processors.send import _decode_send_header
+from rocketpipe.broker.processors.send import decode_send_header
 from rocketpipe.errors import HeaderError
 from rocketpipe.protocol.codes import RequestCode
 from rocketpipe.protocol.command import RemotingCommand
@@ -65,7 +65,7 @@ def test_v2_and_v1_decode_like_the_typed_headers(ext: dict[str, str]) -> None:
         (RequestCode.SEND_BATCH_MESSAGE, ext),
         (RequestCode.SEND_MESSAGE, v1_ext),
     ):
-        fast = _decode_send_header(RemotingCommand(code=code, ext_fields=dict(e)))
+        fast = decode_send_header(RemotingCommand(code=code, ext_fields=dict(e)))
         typed = _typed(code, e)
         assert {a: getattr(fast, a) for a in ATTRS} == {a: getattr(typed, a) for a in ATTRS}
 
@@ -74,7 +74,7 @@ def test_v2_and_v1_decode_like_the_typed_headers(ext: dict[str, str]) -> None:
 def test_missing_required_field_raises_the_typed_error(drop: str) -> None:
     ext = {k: v for k, v in V2.items() if k != drop}
     with pytest.raises(HeaderError) as fast:
-        _decode_send_header(RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=ext))
+        decode_send_header(RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=ext))
     with pytest.raises(HeaderError) as typed:
         SendMessageRequestHeaderV2.from_ext_fields(ext)
     assert str(fast.value) == str(typed.value)
@@ -82,4 +82,4 @@ def test_missing_required_field_raises_the_typed_error(drop: str) -> None:
 
 def test_unparsable_required_number_raises() -> None:
     with pytest.raises(HeaderError):
-        _decode_send_header(RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields={**V2, "e": "q"}))
+        decode_send_header(RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields={**V2, "e": "q"}))

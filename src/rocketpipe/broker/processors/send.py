@@ -153,7 +153,7 @@ def _opt_bool(raw: str | None) -> bool | None:
     return None if raw is None else raw.lower() == "true"
 
 
-def _decode_send_header(cmd: RemotingCommand) -> SendMessageRequestHeader | _SendHeader:
+def decode_send_header(cmd: RemotingCommand) -> SendMessageRequestHeader | _SendHeader:
     """The send header of ``cmd`` (V1 keys for SEND_MESSAGE, V2 letters otherwise).
 
     Well-formed headers take a direct path; anything else (a missing required key, a number
@@ -161,7 +161,7 @@ def _decode_send_header(cmd: RemotingCommand) -> SendMessageRequestHeader | _Sen
     :class:`~rocketpipe.errors.HeaderError` or apply their defaults.
     """
     ext = cmd.ext_fields or {}
-    v1 = cmd.code == RequestCode.SEND_MESSAGE
+    v1 = cmd.code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_REPLY_MESSAGE)
     a, b, c, d, e, f, g, hh, i, j, k, ll, m = map(ext.get, _V1_KEYS if v1 else _V2_KEYS)
     if a is not None and b is not None and c is not None:
         try:
@@ -222,7 +222,7 @@ class SendProcessor:
         once the durability wait (SYNC_FLUSH, ``WAIT=true``) is over."""
         b = self.broker
         ext_extra = {"MSG_REGION": b.config.region_id, "TRACE_ON": "true" if b.config.trace_on else "false"}
-        h = _decode_send_header(cmd)
+        h = decode_send_header(cmd)
         resp = self._check_and_send(cmd, conn, h)
         if isinstance(resp, RemotingCommand):
             resp.ext_fields.update(ext_extra)

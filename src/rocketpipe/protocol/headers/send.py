@@ -14,7 +14,12 @@ from typing import ClassVar
 from ..codes import RequestCode
 from .base import REQUEST_HEADERS, CommandHeader, TopicRequestHeader, wire
 
-__all__ = ["SendMessageRequestHeader", "SendMessageRequestHeaderV2", "SendMessageResponseHeader"]
+__all__ = [
+    "ReplyMessageRequestHeader",
+    "SendMessageRequestHeader",
+    "SendMessageRequestHeaderV2",
+    "SendMessageResponseHeader",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,3 +151,38 @@ class SendMessageResponseHeader(CommandHeader):
 REQUEST_HEADERS[int(RequestCode.SEND_BATCH_MESSAGE)] = SendMessageRequestHeaderV2
 REQUEST_HEADERS[int(RequestCode.SEND_REPLY_MESSAGE)] = SendMessageRequestHeader
 REQUEST_HEADERS[int(RequestCode.SEND_REPLY_MESSAGE_V2)] = SendMessageRequestHeaderV2
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplyMessageRequestHeader(TopicRequestHeader):
+    """PUSH_REPLY_MESSAGE_TO_CLIENT (326, broker to the requesting client) header
+    (Java ``ReplyMessageRequestHeader``): the reply's send header plus where and when it was stored.
+
+    Attributes:
+        producer_group, topic, default_topic, default_topic_queue_nums, queue_id, sys_flag,
+        born_timestamp, flag, properties, reconsume_times, unit_mode: copied from the
+            replier's SEND_REPLY_MESSAGE (``properties`` with ``PUSH_REPLY_TIME`` added).
+        born_host: the replier's ``"ip:port"`` (required).
+        store_host: the broker's ``"ip:port"`` (required).
+        store_timestamp: broker time of the push, ms (required).
+    """
+
+    REQUEST_CODE: ClassVar[int] = RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT
+
+    producer_group: str | None = wire("producerGroup", required=True)
+    topic: str | None = wire("topic", required=True)
+    default_topic: str | None = wire("defaultTopic", required=True)
+    default_topic_queue_nums: int | None = wire("defaultTopicQueueNums", required=True)
+    queue_id: int | None = wire("queueId", required=True)
+    sys_flag: int | None = wire("sysFlag", required=True)
+    born_timestamp: int | None = wire("bornTimestamp", required=True)
+    flag: int | None = wire("flag", required=True)
+    properties: str | None = wire("properties")
+    reconsume_times: int | None = wire("reconsumeTimes")
+    unit_mode: bool | None = wire("unitMode", False)
+    born_host: str | None = wire("bornHost", required=True)
+    store_host: str | None = wire("storeHost", required=True)
+    store_timestamp: int | None = wire("storeTimestamp", required=True)
+
+
+REQUEST_HEADERS[int(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT)] = ReplyMessageRequestHeader
