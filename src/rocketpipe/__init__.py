@@ -12,6 +12,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _CLIENT_NAMES = (
+    "LocalTransactionState",
+    "SyncTransactionProducer",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
     "ConsumeMessageHook",
     "ConsumeMessageContext",
     "MessageListenerOrderly",
@@ -68,6 +73,7 @@ __all__ = [
     "InvalidArgumentError",
     "LitePullConsumer",
     "LocalOffsetStore",
+    "LocalTransactionState",
     "Message",
     "MessageExt",
     "MessageListenerOrderly",
@@ -87,6 +93,10 @@ __all__ = [
     "SyncAdmin",
     "SyncLitePullConsumer",
     "SyncProducer",
+    "SyncTransactionProducer",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
 ]
 
 if TYPE_CHECKING:
@@ -103,6 +113,7 @@ if TYPE_CHECKING:
         ConsumeOrderlyStatus,
         LitePullConsumer,
         LocalOffsetStore,
+        LocalTransactionState,
         Message,
         MessageExt,
         MessageListenerOrderly,
@@ -120,6 +131,10 @@ if TYPE_CHECKING:
         SyncAdmin,
         SyncLitePullConsumer,
         SyncProducer,
+        SyncTransactionProducer,
+        TransactionListener,
+        TransactionProducer,
+        TransactionSendResult,
     )
     from .errors import (
         BrokerError,

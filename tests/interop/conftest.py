@@ -122,10 +122,15 @@ def _cell(nodeid: str) -> tuple[str, str, str] | None:
             f"→ {params} ({APACHE_VERSIONS.get(params, 'rocketpipe')})",
         )
     if module.startswith("test_interop_java"):
+        client = next((c for c in JAVA_CLIENT_VERSIONS if params.startswith(c)), params)
+        target = params[len(client) :].lstrip("-")  # e.g. "java-5-apache-5": the control broker
+        suffix = (
+            f" {target} ({APACHE_VERSIONS[target]})" if target in APACHE_VERSIONS else f" {target}" if target else ""
+        )
         return (
             "official Java client → rocketpipe",
             name.removeprefix("test_java_"),
-            f"Java {JAVA_CLIENT_VERSIONS.get(params, params)} →",
+            f"Java {JAVA_CLIENT_VERSIONS.get(client, client)} →{suffix}",
         )
     if module == "test_interop_mqadmin.py":
         label, _, srv = params.rpartition("-")

@@ -18,7 +18,7 @@ Example::
 
 Layout: ``config`` (ClientConfig), ``rpc`` (one typed call per request code; the only
 seconds→ms conversion), ``runtime`` (routes, heartbeats, periodic tasks), ``routing``
-(pure queue/broker choice), ``producer/``, ``consumer/`` (push, allocate, rebalance,
+(pure queue/broker choice), ``producer/`` (with ``transaction``: transactional messages), ``consumer/`` (push, allocate, rebalance,
 process_queue, pull, concurrent, retry, offsets, listener), ``admin`` and ``sync``.
 Imports transport, protocol, errors and clock; never broker, namesrv or store.
 """
@@ -51,9 +51,15 @@ from .consumer.simple import ConsumeInitMode, ReceivedMessage, SimpleConsumer
 from .inbound import CMResult, ConsumeMessageDirectlyResult
 from .producer.producer import Producer
 from .producer.selectors import MessageQueueSelector, select_by_hash, select_by_random
+from .producer.transaction import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionProducer,
+    TransactionSendResult,
+)
 from .rpc import PullRaw, PullStatus, SendResult, SendStatus
 from .runtime import ClientRuntime
-from .sync import SyncAdmin, SyncProducer
+from .sync import SyncAdmin, SyncProducer, SyncTransactionProducer
 
 __all__ = [
     "Admin",
@@ -71,6 +77,7 @@ __all__ = [
     "ConsumeOrderlyStatus",
     "LitePullConsumer",
     "LocalOffsetStore",
+    "LocalTransactionState",
     "Message",
     "MessageExt",
     "MessageListenerOrderly",
@@ -90,6 +97,10 @@ __all__ = [
     "SyncAdmin",
     "SyncLitePullConsumer",
     "SyncProducer",
+    "SyncTransactionProducer",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
     "allocate_averagely",
     "allocate_averagely_by_circle",
     "allocate_consistent_hash",

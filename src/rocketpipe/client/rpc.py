@@ -38,6 +38,7 @@ from ..protocol.headers.offset import (
 from ..protocol.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
 from ..protocol.headers.route import GetRouteInfoRequestHeader
 from ..protocol.headers.send import SendMessageRequestHeaderV2, SendMessageResponseHeader
+from ..protocol.headers.transaction import EndTransactionRequestHeader
 from ..protocol.message import MessageQueue
 
 if TYPE_CHECKING:
@@ -246,6 +247,30 @@ async def send_message_oneway(req: Requester, addr: str, header: SendMessageRequ
     """
     code = RequestCode.SEND_BATCH_MESSAGE if header.batch else RequestCode.SEND_MESSAGE_V2
     await req.oneway(addr, RemotingCommand.request(code, header.to_ext_fields(), body, oneway=True))
+
+
+def end_transaction_command(header: EndTransactionRequestHeader, remark: str | None = None) -> RemotingCommand:
+    """The oneway END_TRANSACTION (37) request of ``header``, with ``remark`` (the text of a local
+    transaction's exception) as the command's remark, as ``MQClientAPIImpl.endTransactionOneway``."""
+    cmd = RemotingCommand.request(RequestCode.END_TRANSACTION, header.to_ext_fields(), oneway=True)
+    cmd.remark = remark
+    return cmd
+
+
+async def end_transaction_oneway(
+    req: Requester, addr: str, header: EndTransactionRequestHeader, remark: str | None = None
+) -> None:
+    """END_TRANSACTION (37) as a oneway request (``MQClientAPIImpl.endTransactionOneway``).
+
+    Args:
+        addr: the broker that holds the half message.
+        header: commit (8), rollback (12) or unknown (0) of one half message.
+        remark: sent as the request's remark (the broker logs it).
+
+    Raises:
+        TransportError: the request could not be written.
+    """
+    await req.oneway(addr, end_transaction_command(header, remark))
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,8 +3,11 @@
 One runtime per client id, shared explicitly (``runtime=`` argument) or owned by a single
 producer / consumer / admin. Mirrors ``MQClientInstance``: route cache and broker address
 table, name-server selection (start at a random server, move on when it fails), heartbeats to
-every broker, the periodic route-refresh / heartbeat / offset-persist tasks, and inbound
-requests from brokers (NOTIFY_CONSUMER_IDS_CHANGED).
+every broker, the periodic route-refresh / heartbeat / offset-persist tasks, the producer and
+consumer tables (``selectProducer`` / ``selectConsumer``: :meth:`ClientRuntime.find_producer`,
+:meth:`ClientRuntime.find_consumer`), and inbound requests from brokers
+(NOTIFY_CONSUMER_IDS_CHANGED, and CHECK_TRANSACTION_STATE as
+``ClientRemotingProcessor.checkTransactionState``).
 
 Imports transport, protocol, errors and sibling client modules (never broker/namesrv/store).
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -22,6 +26,13 @@ from ..errors import ClientClosedError, RocketMQError, TopicNotExistError, Trans
 from ..protocol.codes import RequestCode
 from ..protocol.command import RemotingCommand
 from ..protocol.headers.consumer import NotifyConsumerIdsChangedRequestHeader
+from ..protocol.headers.transaction import CheckTransactionStateRequestHeader
+from ..protocol.message import (
+    PROPERTY_PRODUCER_GROUP,
+    MessageExt,
+    decode_records,
+)
+from ..ratelog import RateLimitedLog
 from ..transport.pool import ConnectionPool
 from ..transport.router import Router
 from . import rpc
@@ -39,6 +50,20 @@ T = TypeVar("T")
 
 #: MixAll.CLIENT_INNER_PRODUCER_GROUP (listed in every Java client's heartbeat).
 CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+
+
+class ProducerMember(Protocol):
+    """What the runtime needs from a registered producer (Java ``MQProducerInner``)."""
+
+    producer_group: str
+
+    async def check_transaction_state(
+        self, conn: Connection, msg: MessageExt, header: CheckTransactionStateRequestHeader
+    ) -> None:
+        """Answer the broker's CHECK_TRANSACTION_STATE for the half message ``msg``.
+
+        ``conn`` is the connection the check arrived on (the END_TRANSACTION goes back there).
+        """
 
 
 class ConsumerMember(Protocol):
@@ -77,6 +102,7 @@ class ClientRuntime:
         self.client_id = self.config.client_id()
         self.router = Router()
         self.router.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_notify_consumer_ids_changed)
+        self.router.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
         self._pool: ConnectionPool | None = None
         self._closed = False
         self._namesrvs = self.config.namesrv_addrs()
@@ -84,7 +110,9 @@ class ClientRuntime:
         self._routes: dict[str, TopicRouteData] = {}
         self._brokers: dict[str, dict[int, str]] = {}
         self._route_topics: set[str] = set()
-        self._producer_groups: set[str] = set()
+        self._producers: dict[str, list[ProducerMember | None]] = {}
+        self._announced: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self._inbound_log = RateLimitedLog(log, 60.0)
         self._consumers: dict[str, ConsumerMember] = {}
         self._tasks = TaskOwner(f"runtime[{self.client_id}]")
         self._heartbeat_wake = asyncio.Event()
@@ -166,13 +194,41 @@ class ClientRuntime:
 
     # ------------------------------------------------------------------ registration
 
-    def register_producer(self, group: str) -> None:
-        """Add a producer group to heartbeats."""
-        self._producer_groups.add(group)
+    def register_producer(self, group: str, producer: ProducerMember | None = None) -> None:
+        """Add a producer group to heartbeats (``producerDataSet``) and, when given, the producer
+        to the table :meth:`find_producer` reads (``MQClientInstance.registerProducer``).
 
-    def unregister_producer(self, group: str) -> None:
-        """Remove a producer group from heartbeats."""
-        self._producer_groups.discard(group)
+        Several producers of one group may share a runtime (unlike Java, which refuses the
+        second); the group stays in heartbeats until the last of them unregisters, and
+        :meth:`find_producer` returns the most recently registered one.
+        """
+        self._producers.setdefault(group, []).append(producer)
+
+    def unregister_producer(self, group: str, producer: ProducerMember | None = None) -> None:
+        """Remove ``producer`` (or, when None, every registration) of ``group``; the group leaves
+        heartbeats when no registration is left."""
+        members = self._producers.get(group)
+        if members is None:
+            return
+        if producer is None:
+            members.clear()
+        else:
+            for i in range(len(members) - 1, -1, -1):
+                if members[i] is producer:
+                    del members[i]
+                    break
+        if not members:
+            del self._producers[group]
+
+    def find_producer(self, group: str) -> ProducerMember | None:
+        """Return the producer registered for ``group`` (inbound broker requests), or None.
+
+        Mirrors ``MQClientInstance.selectProducer``.
+        """
+        for member in reversed(self._producers.get(group, ())):
+            if member is not None:
+                return member
+        return None
 
     def register_consumer(self, consumer: ConsumerMember) -> None:
         """Add a consumer (heartbeats, route refresh, ids-changed, offset persistence).
@@ -297,9 +353,9 @@ class ClientRuntime:
         """Encode the ``HeartbeatData`` of this client, or None when nothing is registered."""
         from ..protocol.bodies.heartbeat import HeartbeatData, ProducerData
 
-        if not self._producer_groups and not self._consumers:
+        if not self._producers and not self._consumers:
             return None
-        groups = sorted(self._producer_groups | {CLIENT_INNER_PRODUCER_GROUP})
+        groups = sorted(set(self._producers) | {CLIENT_INNER_PRODUCER_GROUP})
         data = HeartbeatData(
             client_id=self.client_id,
             producer_data_set=[ProducerData(group_name=g) for g in groups],
@@ -327,6 +383,33 @@ class ClientRuntime:
                     await rpc.heart_beat(self.pool, addr, body, self.config.request_timeout)
                 except RocketMQError as exc:
                     log.warning("heartbeat failed broker=%s err=%s", addr, exc)
+                    continue
+                conn = self.pool.open_connection(addr)
+                if conn is not None:
+                    self._announced.add(conn)
+
+    async def heartbeat_once(self, addr: str) -> None:
+        """HEART_BEAT to ``addr`` unless this client already sent one on the current connection.
+
+        Java 5.x sends a heartbeat when a connection to a known broker becomes active
+        (``MQClientInstance``'s ``onChannelActive``); a transactional producer needs it so that the
+        broker knows its channel for CHECK_TRANSACTION_STATE before the first periodic heartbeat
+        (``heartbeat_broker_interval``, 30 s). Errors are logged, never raised.
+        """
+        conn = self.pool.open_connection(addr)
+        if conn is not None and conn in self._announced:
+            return
+        body = self.heartbeat_body()
+        if body is None:
+            return
+        try:
+            await rpc.heart_beat(self.pool, addr, body, self.config.request_timeout)
+        except RocketMQError as exc:
+            log.warning("heartbeat failed broker=%s err=%s", addr, exc)
+            return
+        conn = self.pool.open_connection(addr)
+        if conn is not None:
+            self._announced.add(conn)
 
     async def unregister_client(self, *, producer_group: str | None = None, consumer_group: str | None = None) -> None:
         """UNREGISTER_CLIENT for one group to every known broker; errors are logged."""
@@ -362,4 +445,41 @@ class ClientRuntime:
         if consumer is not None:
             log.info("consumer ids changed group=%s from=%s", group, conn.remote_address)
             consumer.on_consumer_ids_changed()
+        return None
+
+    async def _on_check_transaction_state(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        """CHECK_TRANSACTION_STATE (39, oneway): hand the half message to its group's producer.
+
+        Mirrors ``ClientRemotingProcessor.checkTransactionState``: decode the header and the one
+        stored message of the body, take the group from its ``PGROUP`` property and call the
+        producer's ``check_transaction_state`` (it answers with END_TRANSACTION on ``conn``).
+        Undecodable requests and unknown groups are logged (one line per cause per minute).
+        """
+        try:
+            header = CheckTransactionStateRequestHeader.from_ext_fields(cmd.ext_fields)
+            msgs = decode_records(bytes(cmd.body or b""))
+        except RocketMQError as exc:
+            self._inbound_log.log(
+                logging.WARNING, "check-bad", "bad CHECK_TRANSACTION_STATE from %s: %s", conn.remote_address, exc
+            )
+            return None
+        if not msgs:
+            self._inbound_log.log(
+                logging.WARNING, "check-empty", "CHECK_TRANSACTION_STATE without a message from %s", conn.remote_address
+            )
+            return None
+        msg = msgs[0]
+        group = msg.properties.get(PROPERTY_PRODUCER_GROUP)
+        producer = self.find_producer(group) if group else None
+        if producer is None:
+            self._inbound_log.log(
+                logging.INFO,
+                f"check-unknown-{group}",
+                "CHECK_TRANSACTION_STATE for producer group %s, not in this client; from=%s msgId=%s",
+                group,
+                conn.remote_address,
+                header.msg_id,
+            )
+            return None
+        await producer.check_transaction_state(conn, msg, header)
         return None

@@ -1,4 +1,5 @@
-"""Blocking facades over the async clients: :class:`SyncProducer`, :class:`SyncAdmin` (L3).
+"""Blocking facades over the async clients: :class:`SyncProducer`, :class:`SyncTransactionProducer`,
+:class:`SyncAdmin` (L3).
 
 Each facade owns a private event loop running in a daemon thread (the ``BlockingPortal``
 pattern) and submits the async client's coroutines to it; there is no logic here. Constructing
@@ -12,13 +13,14 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from ..eventloop import new_event_loop
 from ..protocol.message import Message, MessageQueue
 from .admin import Admin
 from .producer.producer import Producer
 from .producer.selectors import MessageQueueSelector
+from .producer.transaction import TransactionProducer, TransactionSendResult
 from .rpc import PullRaw, SendResult
 
 T = TypeVar("T")
@@ -199,3 +201,34 @@ class SyncProducer:
     def send_oneway(self, msg: Message) -> None:
         """See :meth:`Producer.send_oneway`."""
         self._portal.call(lambda p: p.send_oneway(msg))
+
+
+class SyncTransactionProducer(SyncProducer):
+    """Blocking :class:`~rocketpipe.client.producer.transaction.TransactionProducer`.
+
+    The methods of :class:`SyncProducer`, plus :meth:`send_message_in_transaction`. The
+    listener's ``async def`` methods run on the facade's loop thread, its plain functions in
+    worker threads (as with the async producer).
+
+    Args:
+        producer_group: the producer group.
+        namesrv_addr: ``;``-separated name servers.
+        **kwargs: passed to :class:`TransactionProducer` (``transaction_listener=`` ...).
+    """
+
+    def __init__(
+        self, producer_group: str = "DEFAULT_PRODUCER", namesrv_addr: str | None = None, **kwargs: Any
+    ) -> None:
+        self._args = (producer_group, namesrv_addr, kwargs)
+        self._portal = _Portal(
+            lambda: TransactionProducer(producer_group, namesrv_addr=namesrv_addr, **kwargs),
+            "rocketpipe-sync-tx-producer",
+        )
+
+    def __enter__(self) -> SyncTransactionProducer:
+        self.start()
+        return self
+
+    def send_message_in_transaction(self, msg: Message, arg: Any = None) -> TransactionSendResult:
+        """See :meth:`TransactionProducer.send_message_in_transaction`."""
+        return self._portal.call(lambda p: cast(TransactionProducer, p).send_message_in_transaction(msg, arg))

@@ -13,7 +13,7 @@ import asyncio
 import ipaddress
 import logging
 import re
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ...clock import SYSTEM_CLOCK, Clock
 from ...errors import (
@@ -54,6 +54,11 @@ from ..routing import RoundRobinSelector, default_topic_publish_queues, publish_
 from ..rpc import SendResult, SendStatus
 from ..runtime import ClientRuntime
 from .selectors import MessageQueueSelector
+
+if TYPE_CHECKING:
+    from ...protocol.headers.transaction import CheckTransactionStateRequestHeader
+    from ...protocol.message import MessageExt
+    from ...transport.connection import Connection
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +201,7 @@ class Producer:
         async with self._start_lock:
             if self._started:
                 return
-            self._runtime.register_producer(self.producer_group)
+            self._runtime.register_producer(self.producer_group, self)
             await self._runtime.start()
             self._started = True
 
@@ -206,7 +211,7 @@ class Producer:
             return
         self._closed = True
         if self._started:
-            self._runtime.unregister_producer(self.producer_group)
+            self._runtime.unregister_producer(self.producer_group, self)
             await self._runtime.unregister_client(producer_group=self.producer_group)
         if self._owns_runtime:
             await self._runtime.close()
@@ -217,6 +222,19 @@ class Producer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    async def check_transaction_state(
+        self, conn: Connection, msg: MessageExt, header: CheckTransactionStateRequestHeader
+    ) -> None:
+        """CHECK_TRANSACTION_STATE for this group: a plain producer has no transaction listener,
+        so the check is only logged (Java: "pick transactionCheckListener by group failed").
+        :class:`~rocketpipe.client.producer.transaction.TransactionProducer` answers it."""
+        log.warning(
+            "CHECK_TRANSACTION_STATE for group=%s msgId=%s from=%s, but this producer has no transaction listener",
+            self.producer_group,
+            header.msg_id,
+            conn.remote_address,
+        )
 
     # ------------------------------------------------------------------ routes
 
