@@ -161,6 +161,8 @@ class Broker:
             auto_create_topic_enable=config.auto_create_topic_enable,
             default_topic_queue_nums=config.default_topic_queue_nums,
             schedule_queue_nums=len(self.delay_levels),
+            trace_topic=config.msg_trace_topic_name if config.trace_topic_enable else None,
+            timer_wheel_enable=config.timer_wheel_enable,
         )
         self.groups_config = SubscriptionGroupTable(auto_create=config.auto_create_subscription_group)
         self.offsets = ConsumerOffsets()

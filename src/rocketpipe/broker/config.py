@@ -83,6 +83,8 @@ class BrokerConfig:
             not expired, if ``clean_file_forcibly_enable`` (5.x ``diskSpaceCleanForciblyRatio``, 85;
             clamped to 30..85).
         file_reserved_time: hours a commit-log file is kept after its last write (``fileReservedTime``, 72).
+        trace_topic_enable: create the trace topic at start (``traceTopicEnable``, false).
+        msg_trace_topic_name: its name (``msgTraceTopicName``, ``RMQ_SYS_TRACE_TOPIC``).
         store_reply_message_enable: also store the replies pushed to requesters
             (``storeReplyMessageEnable``).
         timer_wheel_enable: accept 5.x timer messages (``timerWheelEnable``).
@@ -181,6 +183,9 @@ class BrokerConfig:
     timer_wheel_enable: bool = True
     timer_precision_ms: int = 1000
     timer_max_delay_sec: int = 3 * 24 * 3600
+    # --- message trace ---
+    trace_topic_enable: bool = False
+    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
     # --- request-reply ---
     store_reply_message_enable: bool = True
     # --- transactional messages (BrokerConfig, 5.x defaults) ---

@@ -28,6 +28,12 @@ OFFSET_MOVED_EVENT: Final = "OFFSET_MOVED_EVENT"
 TRANS_HALF_TOPIC: Final = "RMQ_SYS_TRANS_HALF_TOPIC"
 TRANS_OP_HALF_TOPIC: Final = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 TRANS_CHECK_MAX_TIME_TOPIC: Final = "TRANS_CHECK_MAX_TIME_TOPIC"
+#: TopicValidator.RMQ_SYS_BENCHMARK_TOPIC
+BENCHMARK_TOPIC: Final = "BenchmarkTest"
+#: TopicValidator.SYNC_BROKER_MEMBER_GROUP_PREFIX
+SYNC_BROKER_MEMBER_GROUP_PREFIX: Final = "rmq_sys_SYNC_BROKER_MEMBER_"
+#: BrokerConfig.msgTraceTopicName default (TopicValidator.RMQ_SYS_TRACE_TOPIC)
+TRACE_TOPIC: Final = "RMQ_SYS_TRACE_TOPIC"
 #: TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET
 NOT_ALLOWED_SEND_TOPICS: Final = frozenset(
     {
@@ -179,6 +185,9 @@ class TopicTable:
     auto_create_topic_enable: bool = True
     default_topic_queue_nums: int = 8
     schedule_queue_nums: int = 18
+    trace_topic: str | None = None
+    revive_queue_num: int = 8
+    timer_wheel_enable: bool = True
     topics: dict[str, TopicConfig] = field(default_factory=dict)
     data_version: DataVersion = field(default_factory=DataVersion)
     dirty: bool = False
@@ -186,20 +195,35 @@ class TopicTable:
     JSON_SHAPE: ClassVar[dict[str, type]] = {"topicConfigTable": dict}
 
     def create_system_topics(self, now_ms: int) -> None:
-        """Create the topics a Java broker creates at start (``TopicConfigManager`` ctor)."""
+        """Create the topics a Java 5.3.3 broker creates at start (``TopicConfigManager.init``):
+        self-test, ``TBW102`` (with ``autoCreateTopicEnable``), the benchmark topic (1024
+        queues), the cluster- and broker-named topics, the offset-moved event, the schedule
+        topic, the trace topic (with ``traceTopicEnable``), ``<cluster>_REPLY_TOPIC``, the POP
+        revive topic, ``rmq_sys_SYNC_BROKER_MEMBER_<broker>``, the two transaction topics and
+        the timer topic (with ``timerWheelEnable``)."""
         rw = sf.PERM_READ | sf.PERM_WRITE
-        system = [
-            TopicConfig(SELF_TEST_TOPIC, 1, 1),
+        system = [TopicConfig(SELF_TEST_TOPIC, 1, 1)]
+        if self.auto_create_topic_enable:
+            n = self.default_topic_queue_nums
+            system.append(TopicConfig(AUTO_CREATE_TOPIC_KEY_TOPIC, n, n, sf.PERM_INHERIT | rw))
+        system += [
+            TopicConfig(BENCHMARK_TOPIC, 1024, 1024),
             TopicConfig(self.cluster_name, 16, 16, sf.PERM_INHERIT | rw),
             TopicConfig(self.broker_name, 1, 1, sf.PERM_INHERIT | rw),
             TopicConfig(OFFSET_MOVED_EVENT, 1, 1),
             TopicConfig(SCHEDULE_TOPIC, self.schedule_queue_nums, self.schedule_queue_nums),
-            TopicConfig(f"{self.cluster_name}_REPLY_TOPIC", 1, 1),
-            TopicConfig(TIMER_TOPIC, 1, 1),  # 5.x: TimerMessageStore.TIMER_TOPIC
         ]
-        if self.auto_create_topic_enable:
-            n = self.default_topic_queue_nums
-            system.append(TopicConfig(AUTO_CREATE_TOPIC_KEY_TOPIC, n, n, sf.PERM_INHERIT | rw))
+        if self.trace_topic:
+            system.append(TopicConfig(self.trace_topic, 1, 1))
+        system += [
+            TopicConfig(f"{self.cluster_name}_REPLY_TOPIC", 1, 1),
+            TopicConfig(f"rmq_sys_REVIVE_LOG_{self.cluster_name}", self.revive_queue_num, self.revive_queue_num),
+            TopicConfig(f"{SYNC_BROKER_MEMBER_GROUP_PREFIX}{self.broker_name}", 1, 1, sf.PERM_INHERIT),
+            TopicConfig(TRANS_HALF_TOPIC, 1, 1),
+            TopicConfig(TRANS_OP_HALF_TOPIC, 1, 1),
+        ]
+        if self.timer_wheel_enable:
+            system.append(TopicConfig(TIMER_TOPIC, 1, 1))
         for tc in system:
             self.topics[tc.topic_name] = tc
         self.data_version.next_version(now_ms)

@@ -247,3 +247,28 @@ def test_broker_runtime_info_helpers_follow_mixall_and_utilall(tmp_path) -> None
     assert human_readable_bytes(1536) == "1.5 KiB" and human_readable_bytes(3 * 1024**3) == "3.0 GiB"
     assert 0.0 <= disk_used_ratio(str(tmp_path)) <= 1.0
     assert disk_used_ratio(str(tmp_path / "missing")) == -1.0
+
+
+def test_broker_system_topics_are_javas() -> None:
+    t = TopicTable(broker_name="broker-a", cluster_name="DefaultCluster", trace_topic="RMQ_SYS_TRACE_TOPIC")
+    t.create_system_topics(1)
+    got = {name: (tc.read_queue_nums, tc.write_queue_nums, tc.perm) for name, tc in t.topics.items()}
+    assert got == {  # TopicConfigManager.init of 5.3.3, default BrokerConfig (+ traceTopicEnable)
+        "SELF_TEST_TOPIC": (1, 1, 6),
+        "TBW102": (8, 8, 7),
+        "BenchmarkTest": (1024, 1024, 6),
+        "DefaultCluster": (16, 16, 7),
+        "broker-a": (1, 1, 7),
+        "OFFSET_MOVED_EVENT": (1, 1, 6),
+        "SCHEDULE_TOPIC_XXXX": (18, 18, 6),
+        "RMQ_SYS_TRACE_TOPIC": (1, 1, 6),
+        "DefaultCluster_REPLY_TOPIC": (1, 1, 6),
+        "rmq_sys_REVIVE_LOG_DefaultCluster": (8, 8, 6),
+        "rmq_sys_SYNC_BROKER_MEMBER_broker-a": (1, 1, 1),
+        "RMQ_SYS_TRANS_HALF_TOPIC": (1, 1, 6),
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC": (1, 1, 6),
+        "rmq_sys_wheel_timer": (1, 1, 6),
+    }
+    plain = TopicTable(broker_name="b", cluster_name="c", auto_create_topic_enable=False, timer_wheel_enable=False)
+    plain.create_system_topics(1)
+    assert not {"TBW102", "RMQ_SYS_TRACE_TOPIC", "rmq_sys_wheel_timer"} & set(plain.topics)
