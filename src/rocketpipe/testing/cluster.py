@@ -2,7 +2,8 @@
 
 ``async with local_cluster(tmp_path) as c:`` starts a :class:`~rocketpipe.namesrv.NameServer`
 and a :class:`~rocketpipe.broker.Broker` registered with it, both on free ports, and closes
-them (broker first) on exit.
+them (brokers first) on exit. ``local_cluster(tmp_path, brokers=2)`` runs two broker groups
+(``broker-a``, ``broker-b``) in one cluster.
 """
 
 from __future__ import annotations
@@ -24,44 +25,72 @@ class LocalCluster:
 
     Attributes:
         namesrv_addr: ``"127.0.0.1:port"`` of the name server.
-        broker_addr: ``"127.0.0.1:port"`` of the broker.
-        broker: the broker object (inspect its tables in tests).
+        broker_addr: ``"127.0.0.1:port"`` of the first broker (``broker-a``).
+        broker: the first broker object (inspect its tables in tests).
         namesrv: the name-server object.
+        brokers: every broker, ``broker-a``, ``broker-b``, … in order.
     """
 
     namesrv_addr: str
     broker_addr: str
     broker: Broker
     namesrv: NameServer
+    brokers: tuple[Broker, ...] = ()
+
+    @property
+    def broker_addrs(self) -> list[str]:
+        """The brokers' ``"127.0.0.1:port"`` addresses, in order."""
+        return [b.address for b in self.brokers]
+
+
+def broker_name(index: int) -> str:
+    """``broker-a``, ``broker-b``, … for broker ``index`` (0-based) of a local cluster."""
+    return f"broker-{chr(ord('a') + index)}"
 
 
 @asynccontextmanager
 async def local_cluster(
-    store_dir: Path, *, clock: Clock = SYSTEM_CLOCK, **broker_overrides: Any
+    store_dir: Path, *, clock: Clock = SYSTEM_CLOCK, brokers: int = 1, **broker_overrides: Any
 ) -> AsyncIterator[LocalCluster]:
-    """Start a name server and one broker registered with it.
+    """Start a name server and ``brokers`` broker groups (one master each) registered with it.
 
     Args:
-        store_dir: the broker's store root (e.g. pytest's ``tmp_path``).
-        clock: wall clock for the broker (a :class:`~rocketpipe.testing.FakeClock` in tests).
-        **broker_overrides: any :class:`~rocketpipe.broker.BrokerConfig` field (e.g.
-            ``flush_disk_type="SYNC_FLUSH"``, ``mapped_file_size_commit_log=1 << 20``).
+        store_dir: the first broker's store root (e.g. pytest's ``tmp_path``); broker ``i > 0``
+            stores under the sibling ``<store_dir>-broker-<letter>``.
+        clock: wall clock for the brokers (a :class:`~rocketpipe.testing.FakeClock` in tests).
+        brokers: number of broker groups, 1..26, named ``broker-a``, ``broker-b``, … in the
+            cluster ``broker_cluster_name`` (``DefaultCluster``).
+        **broker_overrides: any :class:`~rocketpipe.broker.BrokerConfig` field for every broker
+            (e.g. ``flush_disk_type="SYNC_FLUSH"``, ``mapped_file_size_commit_log=1 << 20``);
+            not ``broker_name`` when ``brokers > 1``.
 
     Yields:
-        A :class:`LocalCluster`; the broker's route is already registered.
+        A :class:`LocalCluster`; every broker's route is already registered.
 
     Raises:
-        OSError: a port or the store directory is unusable.
+        OSError: a port or a store directory is unusable.
+        ValueError: ``brokers`` is out of range, or ``broker_name`` is given with several brokers.
     """
+    if not 1 <= brokers <= 26:
+        raise ValueError(f"brokers must be 1..26, not {brokers}")
+    if brokers > 1 and "broker_name" in broker_overrides:
+        raise ValueError("broker_name cannot be set for several brokers (they are broker-a, broker-b, ...)")
     namesrv = NameServer()
     ns_addr = await namesrv.start()
+    started: list[Broker] = []
     try:
-        cfg = BrokerConfig(store_dir=Path(store_dir), namesrv_addr=ns_addr, **broker_overrides)
-        broker = Broker(cfg, clock=clock)
-        await broker.start()
-        try:
-            yield LocalCluster(ns_addr, broker.address, broker, namesrv)
-        finally:
-            await broker.close()
+        for i in range(brokers):
+            root = Path(store_dir) if i == 0 else Path(f"{store_dir}-{broker_name(i)}")
+            overrides = dict(broker_overrides)
+            if brokers > 1:
+                overrides["broker_name"] = broker_name(i)
+            cfg = BrokerConfig(store_dir=root, namesrv_addr=ns_addr, **overrides)
+            broker = Broker(cfg, clock=clock)
+            await broker.start()
+            started.append(broker)
+        first = started[0]
+        yield LocalCluster(ns_addr, first.address, first, namesrv, tuple(started))
     finally:
+        for broker in reversed(started):
+            await broker.close()
         await namesrv.close()

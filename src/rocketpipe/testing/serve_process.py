@@ -65,8 +65,14 @@ def serve_process(
     src: Path | None = None,
     start_timeout: float = 60.0,
     log_file: Path | None = None,
+    namesrv_addr: str | None = None,
+    broker_name: str | None = None,
 ) -> Iterator[ServeProcess]:
     """Run ``python -m rocketpipe serve --port 0 --namesrv-port 0`` for the block.
+
+    With ``namesrv_addr`` it runs only a broker (``--broker-only``) registered with that name
+    server, e.g. a second broker group of a :func:`~rocketpipe.testing.cluster.local_cluster`;
+    the yielded ``namesrv_addr`` is then that address.
 
     Args:
         data_dir: the broker's store root (``--data-dir``).
@@ -87,7 +93,10 @@ def serve_process(
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(src), env.get("PYTHONPATH", "")) if p)
-    cmd = [sys.executable, "-m", "rocketpipe", "serve", "--port", "0", "--namesrv-port", "0"]
+    cmd = [sys.executable, "-m", "rocketpipe", "serve", "--port", "0"]
+    cmd += ["--namesrv-port", "0"] if namesrv_addr is None else ["--broker-only", "--namesrv", namesrv_addr]
+    if broker_name is not None:
+        cmd += ["--broker-name", broker_name]
     cmd += ["--data-dir", str(data_dir), "--flush", flush, *extra_args]
     if log_file is not None:
         cmd += ["--log-file", str(log_file)]
@@ -113,8 +122,9 @@ def serve_process(
                     raise ServeStartError(f"rocketpipe serve {state} after start: {out[-300:]!r}") from None
         ns = re.search(r"name server listening on (\S+)", out)
         broker = re.search(r"broker \S+ listening on (\S+)", out)
-        if ns is None or broker is None:
+        ns_addr = namesrv_addr if namesrv_addr is not None else (ns.group(1) if ns else None)
+        if ns_addr is None or broker is None:
             raise ServeStartError(f"no name server or broker address in {out[-300:]!r}")
-        yield ServeProcess(ns.group(1), broker.group(1), proc.pid)
+        yield ServeProcess(ns_addr, broker.group(1), proc.pid)
     finally:
         stop_process(proc)
