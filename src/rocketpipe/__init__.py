@@ -12,6 +12,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _CLIENT_NAMES = (
+    "RequestCallback",
+    "create_reply_message",
     "LocalTransactionState",
     "SyncTransactionProducer",
     "TransactionListener",
@@ -38,6 +40,7 @@ _CLIENT_NAMES = (
     "MessageModel",
     "MessageQueue",
     "MessageSelector",
+    "MessageUtil",
     "Producer",
     "PullRaw",
     "PullStatus",
@@ -52,6 +55,7 @@ _ERROR_NAMES = (
     "ClientClosedError",
     "ConnectionClosedError",
     "InvalidArgumentError",
+    "ReplyTimeoutError",
     "RequestTimeoutError",
     "RocketMQError",
 )
@@ -80,11 +84,14 @@ __all__ = [
     "MessageModel",
     "MessageQueue",
     "MessageSelector",
+    "MessageUtil",
     "Producer",
     "PullRaw",
     "PullStatus",
     "PushConsumer",
     "ReceivedMessage",
+    "ReplyTimeoutError",
+    "RequestCallback",
     "RequestTimeoutError",
     "RocketMQError",
     "SendResult",
@@ -97,6 +104,7 @@ __all__ = [
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",
+    "create_reply_message",
 ]
 
 if TYPE_CHECKING:
@@ -120,11 +128,13 @@ if TYPE_CHECKING:
         MessageModel,
         MessageQueue,
         MessageSelector,
+        MessageUtil,
         Producer,
         PullRaw,
         PullStatus,
         PushConsumer,
         ReceivedMessage,
+        RequestCallback,
         SendResult,
         SendStatus,
         SimpleConsumer,
@@ -135,12 +145,14 @@ if TYPE_CHECKING:
         TransactionListener,
         TransactionProducer,
         TransactionSendResult,
+        create_reply_message,
     )
     from .errors import (
         BrokerError,
         ClientClosedError,
         ConnectionClosedError,
         InvalidArgumentError,
+        ReplyTimeoutError,
         RequestTimeoutError,
         RocketMQError,
     )

@@ -9,6 +9,7 @@ The tree::
     ├── TransportError                network level
     │   ├── ConnectionClosedError     connection lost or refused (retriable)
     │   └── RequestTimeoutError       no response within the timeout (retriable)
+    │       └── ReplyTimeoutError     request-reply: sent, but no reply in time (10006)
     ├── RouteNotFoundError            no route for a topic (refresh_route)
     └── BrokerError                   the peer answered with a non-success response code
         ├── SystemError_              1   (retriable)
@@ -73,6 +74,17 @@ class ConnectionClosedError(TransportError):
 
 class RequestTimeoutError(TransportError):
     """No response arrived within the request timeout."""
+
+
+class ReplyTimeoutError(RequestTimeoutError):
+    """Request-reply: the request was sent, but no reply message arrived within its timeout.
+
+    Mirrors Java's ``RequestTimeoutException`` with ``ClientErrorCode.REQUEST_TIMEOUT_EXCEPTION``
+    (10006), a client-side code that no broker sends: it is not in :func:`error_for_response`'s
+    mapping.
+    """
+
+    code = 10006
 
 
 class RouteNotFoundError(RocketMQError):

@@ -16,9 +16,13 @@ Example::
     async with consumer:
         ...
 
+    # request-reply: the replier answers with create_reply_message(request, body) + send
+    reply = await producer.request(Message.build("Prices", b"EURUSD?"), timeout=3.0)
+
 Layout: ``config`` (ClientConfig), ``rpc`` (one typed call per request code; the only
 seconds→ms conversion), ``runtime`` (routes, heartbeats, periodic tasks), ``routing``
-(pure queue/broker choice), ``producer/`` (with ``transaction``: transactional messages), ``consumer/`` (push, allocate, rebalance,
+(pure queue/broker choice), ``producer/`` (with ``transaction``: transactional messages),
+``request_reply`` (pending requests, the reply push, ``create_reply_message``), ``consumer/`` (push, allocate, rebalance,
 process_queue, pull, concurrent, retry, offsets, listener), ``admin`` and ``sync``.
 Imports transport, protocol, errors and clock; never broker, namesrv or store.
 """
@@ -57,6 +61,7 @@ from .producer.transaction import (
     TransactionProducer,
     TransactionSendResult,
 )
+from .request_reply import MessageUtil, RequestCallback, create_reply_message, get_reply_to_client
 from .rpc import PullRaw, PullStatus, SendResult, SendStatus
 from .runtime import ClientRuntime
 from .sync import SyncAdmin, SyncProducer, SyncTransactionProducer
@@ -86,11 +91,13 @@ __all__ = [
     "MessageQueueSelector",
     "MessageRequestMode",
     "MessageSelector",
+    "MessageUtil",
     "Producer",
     "PullRaw",
     "PullStatus",
     "PushConsumer",
     "ReceivedMessage",
+    "RequestCallback",
     "SendResult",
     "SendStatus",
     "SimpleConsumer",
@@ -107,6 +114,8 @@ __all__ = [
     "by_config_strategy",
     "by_machine_room_strategy",
     "consistent_hash_strategy",
+    "create_reply_message",
+    "get_reply_to_client",
     "machine_room_nearby_strategy",
     "select_by_hash",
     "select_by_random",

@@ -39,7 +39,7 @@ from ..protocol.headers.pull import PullMessageRequestHeader, PullMessageRespons
 from ..protocol.headers.route import GetRouteInfoRequestHeader
 from ..protocol.headers.send import SendMessageRequestHeaderV2, SendMessageResponseHeader
 from ..protocol.headers.transaction import EndTransactionRequestHeader
-from ..protocol.message import MessageQueue
+from ..protocol.message import PROPERTY_MESSAGE_TYPE, REPLY_MESSAGE_FLAG, MessageQueue
 
 if TYPE_CHECKING:
     from ..protocol.bodies.route import ClusterInfo, TopicRouteData
@@ -188,7 +188,7 @@ async def send_message_ext(
         req: the transport.
         addr: master address of ``mq.broker_name``.
         mq: the queue sent to (reused as the result's queue when the broker keeps its id).
-        code: SEND_MESSAGE_V2 or SEND_BATCH_MESSAGE.
+        code: SEND_MESSAGE_V2, SEND_BATCH_MESSAGE or SEND_REPLY_MESSAGE_V2 (:func:`send_code`).
         ext_fields: ``SendMessageRequestHeaderV2.to_ext_fields()`` of the request.
         body: message body or encoded batch.
         msg_id: the unique key(s) to report as ``SendResult.msg_id``.
@@ -239,13 +239,28 @@ def send_result(resp: RemotingCommand, mq: MessageQueue, msg_id: str) -> SendRes
     )
 
 
-async def send_message_oneway(req: Requester, addr: str, header: SendMessageRequestHeaderV2, body: bytes) -> None:
-    """SEND_MESSAGE_V2 (310) as a one-way request (no result).
+def send_code(properties: dict[str, str], batch: bool) -> RequestCode:
+    """The request code of a send: SEND_BATCH_MESSAGE (320) for a batch, SEND_REPLY_MESSAGE_V2
+    (325) for a reply (``MSG_TYPE=reply``, see ``MQClientAPIImpl.sendMessage``), else
+    SEND_MESSAGE_V2 (310). All three carry the V2 header."""
+    if batch:
+        return RequestCode.SEND_BATCH_MESSAGE
+    if properties.get(PROPERTY_MESSAGE_TYPE) == REPLY_MESSAGE_FLAG:
+        return RequestCode.SEND_REPLY_MESSAGE_V2
+    return RequestCode.SEND_MESSAGE_V2
+
+
+async def send_message_oneway(
+    req: Requester, addr: str, header: SendMessageRequestHeaderV2, body: bytes, code: int | None = None
+) -> None:
+    """SEND_MESSAGE_V2 (310) as a one-way request (no result); SEND_BATCH_MESSAGE when
+    ``header.batch``, or ``code`` when given (SEND_REPLY_MESSAGE_V2 for a reply).
 
     Raises:
         TransportError: the request could not be written.
     """
-    code = RequestCode.SEND_BATCH_MESSAGE if header.batch else RequestCode.SEND_MESSAGE_V2
+    if code is None:
+        code = RequestCode.SEND_BATCH_MESSAGE if header.batch else RequestCode.SEND_MESSAGE_V2
     await req.oneway(addr, RemotingCommand.request(code, header.to_ext_fields(), body, oneway=True))
 
 

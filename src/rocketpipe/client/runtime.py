@@ -6,8 +6,9 @@ table, name-server selection (start at a random server, move on when it fails), 
 every broker, the periodic route-refresh / heartbeat / offset-persist tasks, the producer and
 consumer tables (``selectProducer`` / ``selectConsumer``: :meth:`ClientRuntime.find_producer`,
 :meth:`ClientRuntime.find_consumer`), and inbound requests from brokers
-(NOTIFY_CONSUMER_IDS_CHANGED, and CHECK_TRANSACTION_STATE as
-``ClientRemotingProcessor.checkTransactionState``).
+(NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE as
+``ClientRemotingProcessor.checkTransactionState``, and PUSH_REPLY_MESSAGE_TO_CLIENT as its
+``receiveReplyMessage``: the replies of request-reply, matched in :attr:`ClientRuntime.request_futures`).
 
 Imports transport, protocol, errors and sibling client modules (never broker/namesrv/store).
 """
@@ -23,11 +24,13 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import ClientClosedError, RocketMQError, TopicNotExistError, TransportError
-from ..protocol.codes import RequestCode
+from ..protocol.codes import RequestCode, ResponseCode
 from ..protocol.command import RemotingCommand
 from ..protocol.headers.consumer import NotifyConsumerIdsChangedRequestHeader
+from ..protocol.headers.send import ReplyMessageRequestHeader
 from ..protocol.headers.transaction import CheckTransactionStateRequestHeader
 from ..protocol.message import (
+    PROPERTY_CORRELATION_ID,
     PROPERTY_PRODUCER_GROUP,
     MessageExt,
     decode_records,
@@ -38,6 +41,12 @@ from ..transport.router import Router
 from . import rpc
 from ._tasks import TaskOwner, periodic
 from .config import ClientConfig
+from .request_reply import (
+    REQUEST_SCAN_INITIAL_DELAY,
+    REQUEST_SCAN_INTERVAL,
+    RequestFutureHolder,
+    reply_message_from_push,
+)
 from .routing import MASTER_ID, broker_addr_table
 
 if TYPE_CHECKING:
@@ -103,6 +112,10 @@ class ClientRuntime:
         self.router = Router()
         self.router.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_notify_consumer_ids_changed)
         self.router.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
+        self.router.register(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self._on_push_reply_message)
+        #: the pending request-reply requests of this client (Java ``RequestFutureHolder``)
+        self.request_futures = RequestFutureHolder(clock)
+        self._request_scan: asyncio.Task[None] | None = None
         self._pool: ConnectionPool | None = None
         self._closed = False
         self._namesrvs = self.config.namesrv_addrs()
@@ -117,6 +130,7 @@ class ClientRuntime:
         self._tasks = TaskOwner(f"runtime[{self.client_id}]")
         self._heartbeat_wake = asyncio.Event()
         self._heartbeat_lock: asyncio.Lock | None = None
+        self._announce_lock: asyncio.Lock | None = None
         self._started = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -177,6 +191,8 @@ class ClientRuntime:
             return
         self._closed = True
         await self._tasks.close()
+        if self.request_futures:
+            self.request_futures.fail_all(ClientClosedError("client closed while waiting for a reply"))
         if self._pool is not None:
             await self._pool.close()
 
@@ -411,6 +427,41 @@ class ClientRuntime:
         if conn is not None:
             self._announced.add(conn)
 
+    async def heartbeat_masters_once(self) -> None:
+        """:meth:`heartbeat_once` to every known master at once: the brokers learn this client's
+        connection (and its producer groups) before it sends a request whose reply one of them
+        will push here (request-reply; Java's ``prepareSendRequest`` heartbeats every broker).
+
+        Masters whose current connection already carried a heartbeat cost nothing. Errors are
+        logged, never raised.
+        """
+        addrs = [a for a in self.all_broker_addrs(masters_only=True) if not self._is_announced(a)]
+        if not addrs:
+            return
+        if self._announce_lock is None:
+            self._announce_lock = asyncio.Lock()
+        async with self._announce_lock:  # concurrent first requests send one heartbeat per broker
+            await asyncio.gather(*(self.heartbeat_once(a) for a in addrs))
+
+    def _is_announced(self, addr: str) -> bool:
+        conn = self.pool.open_connection(addr)
+        return conn is not None and conn in self._announced
+
+    def ensure_request_scan(self) -> None:
+        """Start the expiry scan of :attr:`request_futures` (first after 3 s, then every second,
+        as Java's "RequestHouseKeepingService") unless it runs already or the runtime is not
+        running."""
+        if self._request_scan is not None or not self._tasks.running:
+            return
+
+        async def scan() -> None:
+            self.request_futures.scan_expired()
+
+        self._request_scan = self._tasks.spawn(
+            periodic("request-scan", REQUEST_SCAN_INTERVAL, scan, initial_delay=REQUEST_SCAN_INITIAL_DELAY),
+            "request-scan",
+        )
+
     async def unregister_client(self, *, producer_group: str | None = None, consumer_group: str | None = None) -> None:
         """UNREGISTER_CLIENT for one group to every known broker; errors are logged."""
         for addr in self.all_broker_addrs():
@@ -483,3 +534,29 @@ class ClientRuntime:
             return None
         await producer.check_transaction_state(conn, msg, header)
         return None
+
+    async def _on_push_reply_message(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """PUSH_REPLY_MESSAGE_TO_CLIENT (326, two-way): a reply for a request of this client.
+
+        Mirrors ``ClientRemotingProcessor.receiveReplyMessage`` / ``processReplyMessage``: the
+        reply (:func:`~rocketpipe.client.request_reply.reply_message_from_push`) goes to the
+        pending request of its ``CORRELATION_ID``; the answer is SUCCESS, also for a reply no
+        request waits for any more (a late one: logged, one line per minute). A header that does
+        not decode is answered SYSTEM_ERROR by the router.
+        """
+        header = ReplyMessageRequestHeader.from_ext_fields(cmd.ext_fields)
+        try:
+            reply = reply_message_from_push(header, bytes(cmd.body or b""), self.clock.now_ms())
+            matched = self.request_futures.complete(reply)
+        except Exception as exc:
+            log.warning("unknown err when receiveReplyMsg from %s: %r", conn.remote_address, exc)
+            return cmd.response(ResponseCode.SYSTEM_ERROR, "process reply message fail")
+        if matched is None:
+            self._inbound_log.log(
+                logging.WARNING,
+                "reply-unmatched",
+                "receive reply message, but not matched any request, CorrelationId: %s, reply from host: %s",
+                reply.properties.get(PROPERTY_CORRELATION_ID),
+                reply.born_host,
+            )
+        return cmd.response(ResponseCode.SUCCESS)

@@ -16,11 +16,12 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Generic, TypeVar, cast
 
 from ..eventloop import new_event_loop
-from ..protocol.message import Message, MessageQueue
+from ..protocol.message import Message, MessageExt, MessageQueue
 from .admin import Admin
 from .producer.producer import Producer
 from .producer.selectors import MessageQueueSelector
 from .producer.transaction import TransactionProducer, TransactionSendResult
+from .request_reply import RequestCallback
 from .rpc import PullRaw, SendResult
 
 T = TypeVar("T")
@@ -201,6 +202,31 @@ class SyncProducer:
     def send_oneway(self, msg: Message) -> None:
         """See :meth:`Producer.send_oneway`."""
         self._portal.call(lambda p: p.send_oneway(msg))
+
+    def request(
+        self,
+        msg: Message,
+        timeout: float,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: object = None,
+    ) -> MessageExt:
+        """See :meth:`Producer.request`: blocks until the reply (or ``ReplyTimeoutError``)."""
+        return self._portal.call(lambda p: p.request(msg, timeout, queue=queue, selector=selector, arg=arg))
+
+    def request_async(
+        self,
+        msg: Message,
+        callback: RequestCallback,
+        timeout: float,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: object = None,
+    ) -> None:
+        """See :meth:`Producer.request_async`; the callback runs on the facade's loop thread."""
+        self._portal.call(lambda p: p.request_async(msg, callback, timeout, queue=queue, selector=selector, arg=arg))
 
 
 class SyncTransactionProducer(SyncProducer):

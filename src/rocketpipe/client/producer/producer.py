@@ -5,6 +5,12 @@ topic's publish queues (``TBW102`` fallback for topics the name server does not 
 pick a queue round-robin avoiding the broker of the previous failed attempt, compress large
 bodies, and retry up to ``retry_times_when_send_failed`` times within one ``send_msg_timeout``
 budget on network errors and on the codes in :data:`rocketpipe.errors.RETRY_RESPONSE_CODES`.
+
+Request-reply (``DefaultMQProducerImpl.request`` / ``prepareSendRequest``): :meth:`Producer.request`
+and :meth:`Producer.request_async` send a request and wait for its reply; the pending-request
+table and the reply push are in :mod:`rocketpipe.client.request_reply`. A message with
+``MSG_TYPE=reply`` (:func:`~rocketpipe.client.request_reply.create_reply_message`) goes out as
+SEND_REPLY_MESSAGE_V2, as in ``MQClientAPIImpl.sendMessage``.
 """
 
 from __future__ import annotations
@@ -21,16 +27,19 @@ from ...errors import (
     BrokerError,
     ClientClosedError,
     InvalidArgumentError,
+    ReplyTimeoutError,
     RequestTimeoutError,
     RocketMQError,
     RouteNotFoundError,
     TopicNotExistError,
 )
-from ...protocol.codes import RequestCode
 from ...protocol.compression import compress_zlib
 from ...protocol.headers.send import SendMessageRequestHeaderV2
 from ...protocol.message import (
+    PROPERTY_CORRELATION_ID,
     PROPERTY_MAX_RECONSUME_TIMES,
+    PROPERTY_MESSAGE_REPLY_TO_CLIENT,
+    PROPERTY_MESSAGE_TTL,
     PROPERTY_RECONSUME_TIME,
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
@@ -50,6 +59,7 @@ from ...protocol.names import (
 from ...protocol.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
 from .. import rpc
 from ..config import ClientConfig
+from ..request_reply import RequestCallback, RequestResponseFuture, create_correlation_id
 from ..routing import RoundRobinSelector, default_topic_publish_queues, publish_queues
 from ..rpc import SendResult, SendStatus
 from ..runtime import ClientRuntime
@@ -178,6 +188,7 @@ class Producer:
         self._started = False
         self._closed = False
         self._start_lock: asyncio.Lock | None = None
+        self._default_route_asked = False  # request-reply: create_topic_key's route fetched once
 
     @property
     def runtime(self) -> ClientRuntime:
@@ -378,6 +389,11 @@ class Producer:
         message goes to that one queue in a single attempt, as Java's
         ``send(Message, MessageQueue)`` / ``send(Message, MessageQueueSelector, Object)``
         (``sendKernelImpl`` / ``sendSelectImpl``) do: ordered messages are never re-routed.
+        A reply (``MSG_TYPE=reply``, from
+        :func:`~rocketpipe.client.request_reply.create_reply_message`) is sent as
+        SEND_REPLY_MESSAGE_V2; the broker pushes it to the requester, and its answer's
+        ``offset_msg_id`` is the stored reply's id, or ``"0"`` when the broker does not store
+        replies.
 
         Args:
             msg: the message (``Message.build(...)``).
@@ -449,7 +465,7 @@ class Producer:
             mq.broker_name, mq.topic
         )
         ext = self._ext_fields(mq.topic, mq.queue_id, sys_flag, flag, props, batch)
-        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        code = rpc.send_code(props, batch)
         return await rpc.send_message_ext(self._runtime.pool, addr, mq, code, ext, body, msg_id, deadline - loop.time())
 
     async def send_batch(
@@ -510,7 +526,7 @@ class Producer:
         mq = self._selector(msg.topic).select(queues)
         addr = await self._runtime.find_master_addr(mq.broker_name, msg.topic)
         header = self._header(msg.topic, mq.queue_id, sys_flag, msg.flag, msg.properties, False)
-        await rpc.send_message_oneway(self._runtime.pool, addr, header, body)
+        await rpc.send_message_oneway(self._runtime.pool, addr, header, body, rpc.send_code(msg.properties, False))
 
     def _selector(self, topic: str) -> RoundRobinSelector:
         sel = self._selectors.get(topic)
@@ -537,7 +553,7 @@ class Producer:
         last_exc: RocketMQError | None = None
         refresh = False
         selector = self._selector(topic)
-        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        code = rpc.send_code(props, batch)
         for attempt in range(attempts):
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -596,3 +612,164 @@ class Producer:
             return result
         assert last_exc is not None
         raise last_exc
+
+    # ------------------------------------------------------------------ request-reply
+
+    def _check_request(
+        self, msg: Message, timeout: float, queue: MessageQueue | None, selector: MessageQueueSelector | None
+    ) -> None:
+        if not timeout > 0:
+            raise InvalidArgumentError(f"request timeout must be > 0 seconds, not {timeout!r}")
+        self._check_message(msg)
+        if queue is not None and selector is not None:
+            raise InvalidArgumentError("pass either queue= or selector=, not both")
+        if queue is not None and queue.topic != msg.topic:
+            raise InvalidArgumentError(f"queue {queue} is not a queue of the message's topic {msg.topic!r}")
+
+    async def _prepare_send_request(self, msg: Message, timeout: float) -> str:
+        """Java ``prepareSendRequest``: put ``CORRELATION_ID``, ``REPLY_TO_CLIENT`` and ``TTL`` on
+        ``msg`` and make sure the brokers know this client before the request is stored.
+
+        A topic without a cached route gets its route first (its brokers join the broker
+        table). The first request also learns (and keeps refreshed) the route of
+        ``create_topic_key`` (``TBW102``), which names every broker that auto-creates topics:
+        Java's producer keeps that route from its start. Then every known master whose
+        connection has not carried a heartbeat gets one
+        (:meth:`ClientRuntime.heartbeat_masters_once`): the replier's producer sends the reply
+        to any broker of ``<cluster>_REPLY_TOPIC`` (every broker of the cluster has it), and a
+        broker pushes only to a client whose heartbeat it has.
+        """
+        if not self._started or self._closed:
+            await self.start()
+        correlation_id = create_correlation_id()
+        rt = self._runtime
+        msg.properties[PROPERTY_CORRELATION_ID] = correlation_id
+        msg.properties[PROPERTY_MESSAGE_REPLY_TO_CLIENT] = rt.client_id
+        msg.properties[PROPERTY_MESSAGE_TTL] = str(round(timeout * 1000))
+        if not self._default_route_asked:
+            self._default_route_asked = True
+            rt.add_route_topic(self.create_topic_key)
+            if rt.cached_route(self.create_topic_key) is None:
+                try:
+                    await rt.fetch_route(self.create_topic_key)
+                except RocketMQError as exc:  # autoCreateTopicEnable=false: the topic routes only
+                    log.debug("no %s route for request-reply: %s", self.create_topic_key, exc)
+        if rt.cached_route(msg.topic) is None:
+            try:
+                await self._publish_queues(msg.topic)
+            except RocketMQError as exc:  # the send reports it
+                log.debug("no route for request topic=%s: %s", msg.topic, exc)
+        await rt.heartbeat_masters_once()
+        rt.ensure_request_scan()
+        return correlation_id
+
+    async def request(
+        self,
+        msg: Message,
+        timeout: float,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: object = None,
+    ) -> MessageExt:
+        """Send ``msg`` as a request and wait for its reply (Java ``DefaultMQProducer.request``).
+
+        Puts ``CORRELATION_ID`` (a new UUID), ``REPLY_TO_CLIENT`` (this client's id) and ``TTL``
+        (``timeout`` in ms) on ``msg`` and sends it like :meth:`send` (with ``queue`` /
+        ``selector`` + ``arg`` as there); a consumer answers with
+        :func:`~rocketpipe.client.request_reply.create_reply_message` and a send, and the broker
+        pushes the reply to this client. Any stored status (also FLUSH_DISK_TIMEOUT etc.) counts
+        as sent, as in Java.
+
+        Args:
+            msg: the request (``Message.build(...)``); changed in place as above.
+            timeout: seconds for the send and the reply together (Java's ``timeout`` in ms).
+            queue: send to exactly this queue.
+            selector: pick the queue, as in :meth:`send`.
+            arg: passed to ``selector``.
+
+        Returns:
+            The reply: its topic (``<cluster>_REPLY_TOPIC``), body, flag and properties
+            (``CORRELATION_ID``, ``REPLY_TO_CLIENT``, ``TTL``, ``MSG_TYPE=reply``, the replier's
+            ``UNIQ_KEY`` and own properties, the broker's ``PUSH_REPLY_TIME``, and this client's
+            ``ARRIVE_TIME``), born / store hosts and timestamps.
+
+        Raises:
+            ReplyTimeoutError: the request was sent, but no reply came within ``timeout``
+                (Java's ``RequestTimeoutException``, code 10006). A subclass of
+                :class:`~rocketpipe.errors.RequestTimeoutError`.
+            InvalidArgumentError: ``timeout`` not > 0, or a bad message / queue / selector
+                (see :meth:`send`).
+            BrokerError / TransportError / RequestTimeoutError / TopicNotExistError: the request
+                could not be sent (the send's own error; Java wraps it in "send request message
+                to <topic> fail").
+            ClientClosedError: the producer closed while waiting.
+        """
+        self._check_request(msg, timeout, queue, selector)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        correlation_id = await self._prepare_send_request(msg, timeout)
+        holder = self._runtime.request_futures
+        fut = holder.register(correlation_id, round(timeout * 1000))
+        try:
+            await self.send(msg, queue=queue, selector=selector, arg=arg, timeout=max(0.001, deadline - loop.time()))
+            reply = await fut.wait_response_message(deadline - loop.time())
+        finally:
+            holder.remove(fut)
+        if reply is not None:
+            return reply
+        if fut.cause is not None and not isinstance(fut.cause, ReplyTimeoutError):
+            raise fut.cause
+        raise ReplyTimeoutError(
+            f"send request message to <{msg.topic}> OK, but wait reply message timeout, {round(timeout * 1000)} ms."
+        )
+
+    async def request_async(
+        self,
+        msg: Message,
+        callback: RequestCallback,
+        timeout: float,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: object = None,
+    ) -> None:
+        """Send ``msg`` as a request; ``callback`` gets the reply or the failure (Java
+        ``DefaultMQProducer.request(msg, RequestCallback, timeout)`` and its selector / queue
+        forms).
+
+        Returns once the request is registered and its send started (the send runs as a
+        task of the client): ``callback.on_success(reply)`` runs when the reply arrives,
+        ``callback.on_exception(e)`` when the send fails (the send's error), when no reply came
+        within ``timeout`` (:class:`~rocketpipe.errors.ReplyTimeoutError`, found by the expiry
+        scan: up to a second late) or when the client closes first. The callback runs on the
+        client's event loop.
+
+        Raises:
+            InvalidArgumentError: as :meth:`request` (nothing was sent).
+        """
+        self._check_request(msg, timeout, queue, selector)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        correlation_id = await self._prepare_send_request(msg, timeout)
+        holder = self._runtime.request_futures
+        fut = holder.register(correlation_id, round(timeout * 1000), callback)
+        budget = max(0.001, deadline - loop.time())
+        self._runtime.tasks.spawn(
+            self._send_request(fut, msg, budget, queue, selector, arg), f"request-{correlation_id}"
+        )
+
+    async def _send_request(
+        self,
+        fut: RequestResponseFuture,
+        msg: Message,
+        timeout: float,
+        queue: MessageQueue | None,
+        selector: MessageQueueSelector | None,
+        arg: object,
+    ) -> None:
+        try:
+            await self.send(msg, queue=queue, selector=selector, arg=arg, timeout=timeout)
+        except Exception as exc:  # never out of a runtime task: the callback gets it
+            log.warning("send request message to <%s> fail: %s", msg.topic, exc)
+            self._runtime.request_futures.fail(fut, exc)
