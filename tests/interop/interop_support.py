@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rocketpipe import Admin, MessageQueue
+from rocketpipe import Admin, MessageExt, MessageQueue
+from rocketpipe.protocol.message import decode_records
 from rocketpipe.testing.apache import (
     JVM_OPTS,
     ApacheCluster,
@@ -71,6 +72,21 @@ async def has_route(admin: Admin, topic: str, queues: int | None = None) -> bool
     except Exception:
         return False
     return found > 0 if queues is None else found == queues
+
+
+async def read_topic(admin: Admin, topic: str) -> list[MessageExt]:
+    """Every stored message of ``topic``: each queue from offset 0 to its max offset, by raw pulls."""
+    out: list[MessageExt] = []
+    for mq in await admin.topic_queues(topic):
+        mx = await admin.max_offset(mq)
+        offset = 0
+        while offset < mx:
+            raw = await admin.pull_raw(mq, offset, 32)
+            batch = decode_records(raw.body)
+            assert batch, f"nothing at {mq} offset {offset} < max {mx}"
+            out.extend(batch)
+            offset = batch[-1].queue_offset + 1
+    return out
 
 
 async def create_topic(admin: Admin, topic: str, queues: int) -> list[MessageQueue]:

@@ -8,23 +8,13 @@ from __future__ import annotations
 import time
 
 import pytest
-from interop_support import Target, create_topic, unique
+from interop_support import Target, create_topic, read_topic, unique
 
 from rocketpipe import Admin, Message, Producer, SendStatus
 from rocketpipe.errors import BrokerError
-from rocketpipe.protocol.message import MessageExt, decode_records
 from waiting import wait_until
 
 TIMER_PROPS = {"TIMER_OUT_MS", "TIMER_ENQUEUE_MS", "TIMER_DEQUEUE_MS", "REAL_TOPIC", "REAL_QID"}
-
-
-async def _all(admin: Admin, topic: str) -> list[MessageExt]:
-    out: list[MessageExt] = []
-    for mq in await admin.topic_queues(topic):
-        n = await admin.max_offset(mq)
-        if n:
-            out.extend(decode_records((await admin.pull_raw(mq, 0, 32)).body))
-    return out
 
 
 async def test_timer_messages_wait_for_their_time(target: Target) -> None:
@@ -38,20 +28,20 @@ async def test_timer_messages_wait_for_their_time(target: Target) -> None:
             at = await p.send(Message.build(topic, b"at t0+4 s", deliver_time_ms=t0 + 4000))
             assert {r.send_status for r in (now, later, at)} == {SendStatus.SEND_OK}
             if target.kind == "apache-4":  # no timer in 4.x: stored at once, properties kept
-                got = await _all(admin, topic)
+                got = await read_topic(admin, topic)
                 assert sorted(m.body for m in got) == [b"at t0+4 s", b"in 3 s", b"now"]
                 assert not any("TIMER_OUT_MS" in m.properties for m in got)
                 return
-            assert [m.body for m in await _all(admin, topic)] == [b"now"]  # the others wait
+            assert [m.body for m in await read_topic(admin, topic)] == [b"now"]  # the others wait
             with pytest.raises(BrokerError) as refused:
                 await p.send(Message.build(topic, b"too far", delay_time_sec=3 * 24 * 3600 + 60))
             assert refused.value.response_code == 13 and "max delay 259200000ms" in str(refused.value)
 
         async def arrived() -> bool:
-            return len(await _all(admin, topic)) == 3
+            return len(await read_topic(admin, topic)) == 3
 
         await wait_until(arrived, timeout=20, what="timer messages delivered")
-        got = {m.body: m for m in await _all(admin, topic)}
+        got = {m.body: m for m in await read_topic(admin, topic)}
     for body, due in ((b"in 3 s", t0 + 3000), (b"at t0+4 s", t0 + 4000)):
         m = got[body]
         assert set(m.properties) >= TIMER_PROPS, sorted(m.properties)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from interop_support import TIMINGS, create_topic, unique
+from interop_support import TIMINGS, create_topic, read_topic, unique
 
 from rocketpipe import (
     Admin,
@@ -130,20 +130,6 @@ class Script:
 
     def checked_keys(self) -> list[str | None]:
         return [m.keys for m in self.checked]
-
-
-async def read_topic(admin: Admin, topic: str) -> list[MessageExt]:
-    """Every stored message of ``topic`` (all queues, from offset 0), by raw pulls."""
-    out: list[MessageExt] = []
-    for mq in await admin.topic_queues(topic):
-        offset = 0
-        while True:
-            raw = await admin.pull_raw(mq, offset, 32)
-            if raw.status is not PullStatus.FOUND:
-                break
-            out.extend(decode_records(raw.body))
-            offset = raw.next_begin_offset
-    return out
 
 
 async def with_keys(admin: Admin, topic: str, keys: str) -> list[MessageExt]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from interop_support import JavaClient
+from interop_support import JavaClient, read_topic
 
 from rocketpipe import (
     Admin,
@@ -48,20 +48,6 @@ async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
         yield c
 
 
-async def read_all(admin: Admin, topic: str) -> list[MessageExt]:
-    out: list[MessageExt] = []
-    for mq in await admin.topic_queues(topic):
-        mx = await admin.max_offset(mq)
-        offset = 0
-        while offset < mx:
-            raw = await admin.pull_raw(mq, offset, 32)
-            batch = decode_records(raw.body)
-            assert batch, f"nothing at {mq} offset {offset} < max {mx}"
-            out.extend(batch)
-            offset = batch[-1].queue_offset + 1
-    return out
-
-
 def check_java_props(m: MessageExt, mode: str, i: int) -> None:
     assert m.body == f"{mode}-{i}".encode()
     assert m.tags == f"Tag{i % 3}"
@@ -91,7 +77,7 @@ async def test_java_producer_to_rocketpipe(java_client: JavaClient, cluster: Loc
     async with Admin(cluster.namesrv_addr) as admin:
         # everything (oneway included, delayed after its 1 s level) lands in the topic
         await wait_until(lambda: _count(admin, topic, 4 * n + 2), timeout=30, what="every Java message stored")
-        stored = await read_all(admin, topic)
+        stored = await read_topic(admin, topic)
     by_id = {m.msg_id: m for m in stored}
     assert len(stored) == 4 * n + 2 == len(by_id)
     by_mode: dict[str, dict[int, MessageExt]] = {}
@@ -383,7 +369,7 @@ async def _stored_java_messages(java_client: JavaClient, namesrv_addr: str) -> d
     assert res["ok"], res.get("error")
     async with Admin(namesrv_addr) as admin:
         await wait_until(lambda: _count(admin, topic, 4 * n + 2), timeout=30, what="every Java message stored")
-        stored = await read_all(admin, topic)
+        stored = await read_topic(admin, topic)
     out: dict[str, dict[str, Any]] = {}
     for m in stored:
         name = m.tags if m.tags == "BIG" else f"{m.properties['mode']}-{m.properties['idx']}"

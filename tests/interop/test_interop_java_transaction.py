@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from interop_support import TIMINGS, JavaClient, create_topic, unique
+from interop_support import TIMINGS, JavaClient, create_topic, read_topic, unique
 
 from rocketpipe import Admin, MessageExt
 from rocketpipe.protocol import sysflag
-from rocketpipe.protocol.message import create_offset_msg_id, decode_records
+from rocketpipe.protocol.message import create_offset_msg_id
 from rocketpipe.testing.apache import APACHE_VERSIONS, ApacheCluster, ApacheUnavailableError, apache_cluster
 from rocketpipe.testing.cluster import local_cluster
 from waiting import wait_until
@@ -117,21 +117,6 @@ async def run_tx(java_client: JavaClient, b: TxBroker, topic: str, group: str, m
     if mode != "crash":  # every END_TRANSACTION of an answered check-back was written before exit
         assert res["checkExecutorDrained"], f"{mode}: a check-back callback was still running"
     return res
-
-
-async def read_topic(admin: Admin, topic: str) -> list[MessageExt]:
-    """Every message of every queue of ``topic`` (pull_raw from offset 0 to the max offset)."""
-    out: list[MessageExt] = []
-    for mq in await admin.topic_queues(topic):
-        mx = await admin.max_offset(mq)
-        offset = 0
-        while offset < mx:
-            raw = await admin.pull_raw(mq, offset, 32)
-            batch = decode_records(raw.body)
-            assert batch, f"nothing at {mq} offset {offset} < max {mx}"
-            out.extend(batch)
-            offset = batch[-1].queue_offset + 1
-    return out
 
 
 async def visible(admin: Admin, topic: str, msg_ids: set[str]) -> bool:
