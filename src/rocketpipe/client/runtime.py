@@ -395,14 +395,7 @@ class ClientRuntime:
             if body is None:
                 return
             for addr in self.all_broker_addrs(masters_only=not self._consumers):
-                try:
-                    await rpc.heart_beat(self.pool, addr, body, self.config.request_timeout)
-                except RocketMQError as exc:
-                    log.warning("heartbeat failed broker=%s err=%s", addr, exc)
-                    continue
-                conn = self.pool.open_connection(addr)
-                if conn is not None:
-                    self._announced.add(conn)
+                await self._announce(addr, body)
 
     async def heartbeat_once(self, addr: str) -> None:
         """HEART_BEAT to ``addr`` unless this client already sent one on the current connection.
@@ -416,8 +409,11 @@ class ClientRuntime:
         if conn is not None and conn in self._announced:
             return
         body = self.heartbeat_body()
-        if body is None:
-            return
+        if body is not None:
+            await self._announce(addr, body)
+
+    async def _announce(self, addr: str, body: bytes) -> None:
+        """Send one HEART_BEAT and remember the connection it went on (errors are logged)."""
         try:
             await rpc.heart_beat(self.pool, addr, body, self.config.request_timeout)
         except RocketMQError as exc:
