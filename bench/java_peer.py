@@ -68,7 +68,8 @@ def run_java_peer(tmp: Path, flush: str, messages: int, size: int, rounds: int, 
     """Start the broker, run the Java scenarios; ``{"status", "rounds": [[Result, ...]], ...}``."""
     try:
         classpath = _classpath(tmp / "java-home")
-        with apache_broker(tmp, flush) as namesrv:
+        with apache_broker(tmp, flush) as served:
+            namesrv = served.handle
             prefix = f"java{int(time.time())}"
             asyncio.run(
                 _create_topics(namesrv, [f"{prefix}-warmup", *(f"{prefix}-r{i}" for i in range(1, rounds + 1))])

@@ -32,10 +32,41 @@ from typing import Any
 from rocketpipe.testing.serve_process import ServeStartError, serve_process, stop_process
 
 APACHE_VERSION = "5.3.3"
+#: pull caps of both RocketMQ brokers (Java's defaults: 32 messages, 256 KiB), raised so that one
+#: pull can return 1024 × 1 KiB as ``XREADGROUP COUNT 1024`` does; a push consumer still pulls 32
+MAX_TRANSFER_COUNT = 1024
+MAX_TRANSFER_BYTES = 4 * 1024 * 1024
 
 
 class Unavailable(Exception):
     """A target could not start; ``str(exc)`` is the reason printed in the tables."""
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """A started target: what the scenarios need (``handle``) and its server processes (``pids``)."""
+
+    handle: Any
+    pids: tuple[int, ...]
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_s(pids: tuple[int, ...]) -> float:
+    """User + system CPU seconds used so far by ``pids`` (all their threads), from ``/proc/<pid>/stat``.
+
+    Resolution: one clock tick (10 ms); a process that has gone counts 0.
+    """
+    total = 0
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "; field 3 is fields[0]
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return total / _TICK
 
 
 @dataclass(slots=True)
@@ -49,6 +80,13 @@ class Result:
     p99_ms: float | None = None
     note: str | None = None
     error: str | None = None
+    server_cpu_s: float | None = None  # CPU seconds of the server processes during the scenario
+    client_cpu_s: float | None = None  # CPU seconds of the bench process (the client) during the scenario
+
+    def cpu_us(self, which: str) -> float | None:
+        """``"server"`` / ``"client"`` CPU per message in µs (``None`` when not measured)."""
+        cpu = self.server_cpu_s if which == "server" else self.client_cpu_s
+        return None if cpu is None or not self.messages or self.error else cpu / self.messages * 1e6
 
     @property
     def rate(self) -> float:
@@ -64,6 +102,8 @@ class Result:
             "p99_ms": self.p99_ms,
             "note": self.note,
             "error": self.error,
+            "server_cpu_us_per_msg": self.cpu_us("server"),
+            "client_cpu_us_per_msg": self.cpu_us("client"),
         }
 
 
@@ -91,20 +131,23 @@ def _stop(proc: subprocess.Popen[Any], grace: float = 30.0) -> None:
 
 
 @contextlib.contextmanager
-def rocketpipe_serve(tmp: Path, flush: str, extra_args: tuple[str, ...] = (), src: Path | None = None) -> Iterator[str]:
+def rocketpipe_serve(
+    tmp: Path, flush: str, extra_args: tuple[str, ...] = (), src: Path | None = None
+) -> Iterator[Served]:
     """``python -m rocketpipe serve`` on free ports (plus ``extra_args``); yields the name server address.
 
     ``src``: run the ``rocketpipe`` package found there (a ``src/`` directory) instead of the
     installed one, e.g. an earlier commit's (see :func:`rocketpipe_at`).
     """
     try:
-        with serve_process(tmp / "store", flush=flush, extra_args=extra_args, src=src) as served:
-            yield served.namesrv_addr
+        caps = ("--max-transfer-count", str(MAX_TRANSFER_COUNT), "--max-transfer-bytes", str(MAX_TRANSFER_BYTES))
+        with serve_process(tmp / "store", flush=flush, extra_args=(*caps, *extra_args), src=src) as served:
+            yield Served(served.namesrv_addr, (served.pid,))
     except ServeStartError as exc:
         raise Unavailable(str(exc)) from None
 
 
-def rocketpipe_at(rev: str) -> Callable[[Path, str], contextlib.AbstractContextManager[str]]:
+def rocketpipe_at(rev: str) -> Callable[[Path, str], contextlib.AbstractContextManager[Served]]:
     """A target running ``rocketpipe serve`` as of git revision ``rev`` (its ``src/`` extracted with
     ``git archive`` into the target's temporary directory), for before/after ratios in one run.
 
@@ -113,7 +156,7 @@ def rocketpipe_at(rev: str) -> Callable[[Path, str], contextlib.AbstractContextM
     """
 
     @contextlib.contextmanager
-    def target(tmp: Path, flush: str) -> Iterator[str]:
+    def target(tmp: Path, flush: str) -> Iterator[Served]:
         root = Path(__file__).resolve().parents[1]
         out = tmp / "src-at-rev"
         out.mkdir()
@@ -123,8 +166,8 @@ def rocketpipe_at(rev: str) -> Callable[[Path, str], contextlib.AbstractContextM
         if archive.returncode != 0:
             raise Unavailable(f"git archive {rev}: {archive.stderr.decode(errors='replace').strip()}")
         subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=True)
-        with rocketpipe_serve(tmp, flush, src=out / "src") as namesrv:
-            yield namesrv
+        with rocketpipe_serve(tmp, flush, src=out / "src") as served:
+            yield served
 
     return target
 
@@ -133,7 +176,7 @@ def rocketpipe_at(rev: str) -> Callable[[Path, str], contextlib.AbstractContextM
 
 
 @contextlib.contextmanager
-def apache_broker(tmp: Path, flush: str) -> Iterator[str]:
+def apache_broker(tmp: Path, flush: str) -> Iterator[Served]:
     """Apache RocketMQ 5.3.3 name server + broker; yields the name server address.
 
     Broker tuning is Apache's own default where the interop fixture deviates for fast start-up:
@@ -159,6 +202,8 @@ def apache_broker(tmp: Path, flush: str) -> Iterator[str]:
         "mappedFileSizeConsumeQueue": str(300_000 * 20),
         "sendMessageThreadPoolNums": str(min(cpus, 4)),
         "pullMessageThreadPoolNums": str(16 + 2 * cpus),
+        "maxTransferCountOnMessageInMemory": str(MAX_TRANSFER_COUNT),
+        "maxTransferBytesOnMessageInMemory": str(MAX_TRANSFER_BYTES),
     }
     try:
         cluster = start_apache_cluster(
@@ -167,7 +212,7 @@ def apache_broker(tmp: Path, flush: str) -> Iterator[str]:
     except ApacheUnavailableError as exc:
         raise Unavailable(one_line(exc)) from exc
     try:
-        yield cluster.namesrv_addr
+        yield Served(cluster.namesrv_addr, tuple(p.popen.pid for p in cluster.processes))
     finally:
         cluster.stop()  # SIGTERM to each JVM's process group, SIGKILL after 5 s
 
@@ -182,7 +227,7 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def redis_server(tmp: Path, flush: str) -> Iterator[Any]:
+def redis_server(tmp: Path, flush: str) -> Iterator[Served]:
     """``redis-server`` on 127.0.0.1, AOF everysec (``always`` for sync flush), no RDB; yields a client."""
     exe = shutil.which("redis-server")
     if exe is None:
@@ -227,7 +272,7 @@ def redis_server(tmp: Path, flush: str) -> Iterator[Any]:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise Unavailable(f"redis-server did not start (exit {proc.poll()})") from None
                 time.sleep(0.1)
-        yield client
+        yield Served(client, (proc.pid,))
         client.close()
     finally:
         _stop(proc, grace=10.0)
@@ -282,7 +327,7 @@ def redis_client_name() -> str:
 
 
 #: target name -> context manager factory ``(tmp, flush)``; "rocketpipe" is always run.
-TARGETS: dict[str, Callable[[Path, str], contextlib.AbstractContextManager[Any]]] = {
+TARGETS: dict[str, Callable[[Path, str], contextlib.AbstractContextManager[Served]]] = {
     "rocketpipe": rocketpipe_serve,
     "apache": apache_broker,
     "redis": redis_server,

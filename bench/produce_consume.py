@@ -19,10 +19,17 @@ RocketMQ scenarios (topics created first with 8 queues on both brokers):
 * ``send ×1 in flight``: one ``Producer.send`` at a time (round-trip bound; p50/p99 latency);
 * ``send ×64 in flight``: concurrent ``Producer.send`` calls pipelined on one connection;
 * ``send_batch 32/req ×4``: ``Producer.send_batch`` (SEND_BATCH_MESSAGE), 4 requests in flight;
-* ``pull_raw+decode``: ``Admin.pull_raw`` asking 1024 per request over every queue (both brokers
-  cap a pull at 32 messages by default), records decoded with ``decode_records``;
+* ``pull_raw+decode``: ``Admin.pull_raw`` asking 1024 per request over every queue, records
+  decoded with ``decode_records``. Both brokers run with their pull caps raised to 1024 messages /
+  4 MiB (``maxTransferCountOnMessageInMemory`` / ``maxTransferBytesOnMessageInMemory``; Java's
+  defaults of 32 / 256 KiB would cut every pull to 32), as ``XREADGROUP COUNT 1024`` returns 1024;
 * ``push consumer``: a ``PushConsumer`` group from the first offset, async listener, from its
-  first delivered message until every message is acknowledged.
+  first delivered message until every message is acknowledged (pulls of 32, Java's
+  ``pullBatchSize``).
+
+Every result also carries the CPU time of the server processes (``/proc/<pid>/stat``: the
+broker + name server, the two JVMs, redis-server) and of this process (the client) during the
+scenario, printed as µs per message.
 
 Redis counterparts: ``XADD`` one call at a time; pipelines of 64 and of 128 ``XADD`` (as many
 messages outstanding as the batch scenario); ``XREADGROUP COUNT 1024`` / ``COUNT 32`` + one
@@ -62,9 +69,11 @@ from peers import (
     APACHE_VERSION,
     TARGETS,
     Result,
+    Served,
     Unavailable,
     body,
     one_line,
+    process_cpu_s,
     quantiles_ms,
     redis_client_name,
     rocketpipe_at,
@@ -246,11 +255,12 @@ def plan(n: int, prefix: str) -> list[Scenario]:
     ]
 
 
-async def run_rounds(handles: dict[str, Any], args: argparse.Namespace) -> dict[str, list[list[Result]]]:
+async def run_rounds(handles: dict[str, Served], args: argparse.Namespace) -> dict[str, list[list[Result]]]:
     """A warm-up round, then ``args.rounds`` rounds; per target, per measured round, the results.
 
     Within a round each scenario runs on every target in turn; a failing scenario is recorded as
-    an error and the run goes on.
+    an error and the run goes on. Each result carries the CPU seconds its server processes and
+    this process (the client) used during the scenario (connection set-up included).
     """
     out: dict[str, list[list[Result]]] = {t: [] for t in handles}
     rounds = ([("warmup", args.warmup)] if args.warmup > 0 else []) + [
@@ -262,15 +272,18 @@ async def run_rounds(handles: dict[str, Any], args: argparse.Namespace) -> dict[
         for t, h in handles.items():
             if t != "redis":
                 try:
-                    await create_topics(h, prefix)
+                    await create_topics(h.handle, prefix)
                 except Exception as exc:  # the scenarios will fail and say so
                     console.print(f"[red]{t}: creating topics failed: {one_line(exc)}[/red]")
         for sc in plan(n, prefix):
             for t, h in handles.items():
+                server0, client0 = process_cpu_s(h.pids), time.process_time()
                 try:
-                    r = sc.redis(h, args.size) if t == "redis" else await sc.rocketmq(h, args.size)
+                    r = sc.redis(h.handle, args.size) if t == "redis" else await sc.rocketmq(h.handle, args.size)
                 except Exception as exc:  # one failed scenario must not hide the others
                     r = Result("", error=one_line(exc))
+                r.server_cpu_s = process_cpu_s(h.pids) - server0
+                r.client_cpu_s = time.process_time() - client0
                 r.scenario = sc.redis_name if t == "redis" else sc.name
                 per_target[t].append(r)
         if prefix != "warmup":
@@ -287,6 +300,8 @@ def median_result(rounds: list[Result]) -> Result:
     mid = sorted(ok, key=lambda r: r.rate)[len(ok) // 2]
     p50 = [r.p50_ms for r in ok if r.p50_ms is not None]
     p99 = [r.p99_ms for r in ok if r.p99_ms is not None]
+    server = [r.server_cpu_s for r in ok if r.server_cpu_s is not None]
+    client = [r.client_cpu_s for r in ok if r.client_cpu_s is not None]
     return Result(
         mid.scenario,
         mid.messages,
@@ -294,6 +309,8 @@ def median_result(rounds: list[Result]) -> Result:
         statistics.median(p50) if p50 else None,
         statistics.median(p99) if p99 else None,
         mid.note,
+        server_cpu_s=statistics.median(server) if server else None,
+        client_cpu_s=statistics.median(client) if client else None,
     )
 
 
@@ -303,7 +320,7 @@ def run(
     """Start the targets (each in its own temporary directory), run the rounds, stop everything."""
     runs: dict[str, dict[str, Any]] = {}
     with contextlib.ExitStack() as stack:
-        handles: dict[str, Any] = {}
+        handles: dict[str, Served] = {}
         for t in names:
             t0 = time.monotonic()
             try:
@@ -317,7 +334,7 @@ def run(
                 console.print(f"[red]{t}: not measured: {runs[t]['reason']}[/red]")
                 continue
             runs[t] = {"status": "measured", "startup_s": time.monotonic() - t0}
-            where = f" (name server {handles[t]})" if isinstance(handles[t], str) else ""
+            where = f" (name server {handles[t].handle})" if isinstance(handles[t].handle, str) else ""
             console.print(f"[dim]{t}: started in {runs[t]['startup_s']:.1f} s{where}[/dim]")
         if "redis" in handles:
             runs["redis"]["client"] = redis_client_name()
@@ -335,6 +352,11 @@ def cell(r: Result | None, size: int) -> str:
     if r.error:
         return f"failed: {r.error}"
     return f"{r.rate:,.0f} ({r.rate * size / 1e6:.1f} MB/s)"
+
+
+def cpu(r: Result | None, which: str) -> str:
+    us = None if r is None else r.cpu_us(which)
+    return "-" if us is None else f"{us:.1f}"
 
 
 def latency(r: Result | None) -> str:
@@ -376,6 +398,9 @@ def comparison(
         f"rocketpipe/{short} [min–max]",
         "p50/p99 ms rp",
         f"p50/p99 ms {short}",
+        "server µs/msg rp",
+        f"server µs/msg {short}",
+        "client µs/msg rp",
         "notes (rp | peer)",
     ]
     for col in cols:
@@ -407,6 +432,9 @@ def comparison(
             shown,
             latency(a),
             latency(b),
+            cpu(a, "server"),
+            cpu(b, "server"),
+            cpu(a, "client"),
             " | ".join(r.note or "" for r in (a, b) if r and r.note),
         )
     return t, ratios
@@ -469,10 +497,10 @@ def main() -> int:
         console.print(table)
     if not peers:
         table = Table(title="rocketpipe serve, no peers", title_justify="left")
-        for col in ("scenario", "msg/s", "p50/p99 ms", "notes"):
+        for col in ("scenario", "msg/s", "p50/p99 ms", "broker µs/msg", "client µs/msg", "notes"):
             table.add_column(col)
         for r in runs["rocketpipe"].get("results", []):
-            table.add_row(r.scenario, cell(r, args.size), latency(r), r.note or "")
+            table.add_row(r.scenario, cell(r, args.size), latency(r), cpu(r, "server"), cpu(r, "client"), r.note or "")
         console.print(table)
 
     args.json.parent.mkdir(parents=True, exist_ok=True)

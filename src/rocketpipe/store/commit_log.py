@@ -118,16 +118,9 @@ class CommitLog:
             seg = self.files.create_next(start)
             rel = 0
             rolled = True
-        view = seg.view
-        pos = rel
-        if len(records) == 1:
-            view[pos : pos + total] = records[0]
-        else:
-            for rec in records:
-                n = len(rec)
-                view[pos : pos + n] = rec
-                pos += n
+        seg.write(rel, records, total)
         if rolled:
+            view = seg.view
             pos = rel
             for rec in records:
                 _I64.pack_into(view, pos + PHYSICAL_OFFSET_POS, seg.start + pos)

@@ -478,6 +478,10 @@ class Connection:
                     if cmd is None:
                         break
                     self._on_command(cmd)
+                if self._inline_answered and self._out:
+                    # the answers to this read's requests leave in one write now, not one loop
+                    # iteration later (a round trip's worth of latency and an epoll call each)
+                    self._flush()
                 held = decoder.buffered  # bytes of an incomplete frame (O(1))
                 if held != self.pending_frame_bytes:
                     if self._pending_bytes is None:
