@@ -984,6 +984,9 @@ def encode_batch(messages: list[Message]) -> bytes:
     return b"".join(parts)
 
 
+_BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLENGTH of a batch entry
+
+
 def decode_batch(buf: bytes | memoryview) -> list[tuple[int, bytes, str]]:
     """Decode a batch body into ``(flag, body, properties_string)`` tuples.
 
@@ -992,18 +995,18 @@ def decode_batch(buf: bytes | memoryview) -> list[tuple[int, bytes, str]]:
     """
     mv = memoryview(buf)
     out: list[tuple[int, bytes, str]] = []
+    append, head, i16 = out.append, _BATCH_HEAD.unpack_from, _I16.unpack_from
     pos, n = 0, len(mv)
     try:
         while pos < n:
-            total, _magic, _crc, flag, blen = struct.unpack_from(">iiiii", mv, pos)
+            total, _magic, _crc, flag, blen = head(mv, pos)
             if total < 22 or pos + total > n or blen < 0 or 20 + blen + 2 > total:
                 raise ProtocolError("batch entry size out of range")
-            body = bytes(mv[pos + 20 : pos + 20 + blen])
-            (plen,) = _I16.unpack_from(mv, pos + 20 + blen)
+            p = pos + 20 + blen
+            (plen,) = i16(mv, p)
             if plen < 0 or 22 + blen + plen > total:
                 raise ProtocolError("batch entry properties out of range")
-            props = bytes(mv[pos + 22 + blen : pos + 22 + blen + plen]).decode()
-            out.append((flag, body, props))
+            append((flag, mv[pos + 20 : p].tobytes(), str(mv[p + 2 : p + 2 + plen], "utf-8")))
             pos += total
     except struct.error as exc:
         raise ProtocolError(f"bad batch body: {exc}") from None

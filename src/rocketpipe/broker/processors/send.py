@@ -479,9 +479,12 @@ class SendProcessor:
         cluster_pair = f"{pm.PROPERTY_CLUSTER}\x01{b.config.broker_cluster_name}\x02"
         next_id = b.unique_ids.next_id
         born, host, reconsume = h.born_timestamp or 0, conn.remote_address, h.reconsume_times or 0
+        store_host = b.address
+        # MessageInner(topic, queue_id, body, flag, properties, sys_flag, born_timestamp, born_host,
+        # store_host, reconsume_times): positional, as _inner builds it (once per message here)
         return (
             [
-                self._inner(
+                MessageInner(
                     topic,
                     queue_id,
                     mbody,
@@ -490,6 +493,7 @@ class SendProcessor:
                     sys_flag,
                     born,
                     host,
+                    store_host,
                     reconsume,
                 )
                 for flag, mbody, props_str in entries
@@ -510,18 +514,18 @@ class SendProcessor:
         born_host: str,
         reconsume_times: int,
     ) -> MessageInner:
-        """The one way this processor builds a message to store (store host: this broker)."""
+        """A message to store (store host: this broker); :meth:`_build_batch` inlines the same call."""
         return MessageInner(
-            topic=topic,
-            queue_id=queue_id,
-            body=body,
-            flag=flag,
-            properties=properties,
-            sys_flag=sys_flag,
-            born_timestamp=born_timestamp,
-            born_host=born_host,
-            store_host=self.broker.address,
-            reconsume_times=reconsume_times,
+            topic,
+            queue_id,
+            body,
+            flag,
+            properties,
+            sys_flag,
+            born_timestamp,
+            born_host,
+            self.broker.address,
+            reconsume_times,
         )
 
     # ------------------------------------------------------------------ send back
