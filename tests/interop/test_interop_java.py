@@ -287,10 +287,10 @@ VOLATILE = {"MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME", "UNIQ_KEY", "ORIGI
 
 
 #: Stored properties on which the Apache versions disagree among themselves; rocketpipe follows
-#: one of them, so they are not compared: Apache 5.3.3 adds MSG_REGION and TRACE_ON to every
-#: stored message (4.9.7 and rocketpipe do not); 4.9.7 drops WAIT from the stored properties
+#: 5.3.3, so against 4.9.7 they are not compared: 5.3.3 (and rocketpipe) add MSG_REGION and
+#: TRACE_ON to every stored message, 4.9.7 does not; 4.9.7 drops WAIT from the stored properties
 #: (5.3.3 and rocketpipe keep it).
-VERSION_DEPENDENT = {5: {"MSG_REGION", "TRACE_ON"}, 4: {"WAIT"}}
+VERSION_DEPENDENT: dict[int, set[str]] = {5: set(), 4: {"WAIT", "MSG_REGION", "TRACE_ON"}}
 
 
 def _without(obs: dict[str, Any], names: set[str]) -> dict[str, Any]:

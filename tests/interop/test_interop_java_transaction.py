@@ -59,8 +59,9 @@ HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 
 UTF8_KEY, UTF8_VALUE = "\u00fcn\u00ef", "\u00e7\u00f8d\u00e9"
 
-#: Properties Apache 5.3.3 adds to every stored message and rocketpipe does not (see
-#: test_interop_java.VERSION_DEPENDENT): left out of the record comparison.
+#: Properties Apache 5.3.3 and rocketpipe add to every stored message and 4.9.7 does not (see
+#: test_interop_java.VERSION_DEPENDENT): left out of the record comparison, which also runs
+#: against the 4.9.7 control.
 APACHE5_ONLY = {"MSG_REGION", "TRACE_ON"}
 
 

@@ -64,3 +64,16 @@ def test_canonical_strings_store_the_same_bytes_as_the_dict_path(pairs: dict[str
     assert string_to_properties(spliced) == string_to_properties(_via_dict(props, wait, lambda: "ID"))
     if "CLUSTER" not in pairs:
         assert spliced == _via_dict(props, wait, lambda: "ID")
+
+
+def test_the_brokers_region_and_trace_switch_replace_a_messages_own() -> None:
+    tail = "MSG_REGION\x01DefaultRegion\x02TRACE_ON\x01true\x02" + CLUSTER
+    spliced = _batch_inner_properties("MSG_REGION\x01mine\x02K\x01v", None, tail, lambda: "ID")
+    assert string_to_properties(spliced)["MSG_REGION"] == "DefaultRegion"  # the last pair wins on read
+    parsed = _batch_inner_properties("CLUSTER\x01other\x02MSG_REGION\x01mine", None, tail, lambda: "ID")
+    assert string_to_properties(parsed) == {
+        "CLUSTER": "DefaultCluster",
+        "MSG_REGION": "DefaultRegion",
+        "TRACE_ON": "true",
+        "UNIQ_KEY": "ID",
+    }

@@ -56,12 +56,13 @@ class ReplyProcessor(SendProcessor):
         if h.queue_id is not None and h.queue_id < 0:
             queue_id = self._rand.randrange(99_999_999) % max(1, tc.write_queue_nums)
         props = pm.string_to_properties(h.properties or "")
+        props.update(ext_extra)  # 5.x buildMsgContext: the stored and the pushed reply carry both
         inner = self._inner(
             topic,
             queue_id,
             bytes(cmd.body),
             h.flag or 0,
-            h.properties or "",
+            pm.properties_to_string(props),
             h.sys_flag or 0,
             h.born_timestamp or 0,
             conn.remote_address,

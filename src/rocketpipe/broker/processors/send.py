@@ -398,6 +398,9 @@ class SendProcessor:
                 topic, queue_id = redirected
         if pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX not in props:
             props[pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = b.unique_ids.next_id()
+        # 5.x buildMsgContext: every stored message carries the broker's region and trace switch
+        props[pm.PROPERTY_MSG_REGION] = b.config.region_id
+        props[pm.PROPERTY_TRACE_SWITCH] = "true" if b.config.trace_on else "false"
         props[pm.PROPERTY_CLUSTER] = b.config.broker_cluster_name
         # properties over 32767 bytes: the store answers PROPERTIES_SIZE_EXCEEDED -> MESSAGE_ILLEGAL
         inner = self._inner(
@@ -476,7 +479,13 @@ class SendProcessor:
         if not entries:
             return error(cmd, ResponseCode.MESSAGE_ILLEGAL, "empty batch body")
         wait = envelope.get(pm.PROPERTY_WAIT_STORE_MSG_OK)
-        cluster_pair = f"{pm.PROPERTY_CLUSTER}\x01{b.config.broker_cluster_name}\x02"
+        # 5.x buildMsgContext puts MSG_REGION / TRACE_ON into the envelope, whose properties the
+        # encoder appends to every message's; then CLUSTER
+        tail = (
+            f"{pm.PROPERTY_MSG_REGION}\x01{b.config.region_id}\x02"
+            f"{pm.PROPERTY_TRACE_SWITCH}\x01{'true' if b.config.trace_on else 'false'}\x02"
+            f"{pm.PROPERTY_CLUSTER}\x01{b.config.broker_cluster_name}\x02"
+        )
         next_id = b.unique_ids.next_id
         born, host, reconsume = h.born_timestamp or 0, conn.remote_address, h.reconsume_times or 0
         store_host = b.address
@@ -489,7 +498,7 @@ class SendProcessor:
                     queue_id,
                     mbody,
                     flag,
-                    _batch_inner_properties(props_str, wait, cluster_pair, next_id),
+                    _batch_inner_properties(props_str, wait, tail, next_id),
                     sys_flag,
                     born,
                     host,
@@ -609,20 +618,22 @@ def _has_key(props: str, pair: str) -> bool:
     return props.startswith(pair) or ("\x02" + pair) in props
 
 
-def _batch_inner_properties(props: str, wait: str | None, cluster_pair: str, next_id: Callable[[], str]) -> str:
+def _batch_inner_properties(props: str, wait: str | None, tail: str, next_id: Callable[[], str]) -> str:
     """The properties stored for one message of a batch, spliced as a string (no parse).
 
     Stores the message's own properties (apache/rocketmq e1021ecc73: never the envelope's
-    UNIQ_KEY) plus, when missing, a broker-made UNIQ_KEY and the envelope's WAIT, then CLUSTER —
-    as Java's ``MessageExtEncoder`` appends to the inner properties bytes instead of re-serialising
-    them. A message that already carries CLUSTER is parsed so that CLUSTER is replaced, not doubled.
+    UNIQ_KEY) plus, when missing, a broker-made UNIQ_KEY and the envelope's WAIT, then ``tail``
+    (the broker's pairs: MSG_REGION, TRACE_ON, CLUSTER) — as Java's ``MessageExtEncoder``
+    appends to the inner properties bytes instead of re-serialising them; a name in both is read
+    with the last value, the broker's. A message that already carries CLUSTER is parsed so that
+    the broker's pairs replace its own, not double them.
     """
     if _CLUSTER_PAIR in props and _has_key(props, _CLUSTER_PAIR):
         d = pm.string_to_properties(props)
         d.setdefault(pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, next_id())
         if wait is not None:
             d.setdefault(pm.PROPERTY_WAIT_STORE_MSG_OK, wait)
-        d[pm.PROPERTY_CLUSTER] = cluster_pair[len(_CLUSTER_PAIR) : -1]
+        d.update(pm.string_to_properties(tail))
         return pm.properties_to_string(d)
     if props and props[-1] != "\x02":
         props += "\x02"
@@ -630,4 +641,4 @@ def _batch_inner_properties(props: str, wait: str | None, cluster_pair: str, nex
         props += f"{_UNIQ_PAIR}{next_id()}\x02"
     if wait is not None and not _has_key(props, _WAIT_PAIR):
         props += f"{_WAIT_PAIR}{wait}\x02"
-    return props + cluster_pair
+    return props + tail
