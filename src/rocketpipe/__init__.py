@@ -12,6 +12,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _CLIENT_NAMES = (
+    "TraceType",
+    "TraceView",
     "RequestCallback",
     "create_reply_message",
     "LocalTransactionState",
@@ -101,6 +103,8 @@ __all__ = [
     "SyncLitePullConsumer",
     "SyncProducer",
     "SyncTransactionProducer",
+    "TraceType",
+    "TraceView",
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",
@@ -142,6 +146,8 @@ if TYPE_CHECKING:
         SyncLitePullConsumer,
         SyncProducer,
         SyncTransactionProducer,
+        TraceType,
+        TraceView,
         TransactionListener,
         TransactionProducer,
         TransactionSendResult,

@@ -22,7 +22,8 @@ Example::
 Layout: ``config`` (ClientConfig), ``rpc`` (one typed call per request code; the only
 seconds→ms conversion), ``runtime`` (routes, heartbeats, periodic tasks), ``routing``
 (pure queue/broker choice), ``producer/`` (with ``transaction``: transactional messages),
-``request_reply`` (pending requests, the reply push, ``create_reply_message``), ``consumer/`` (push, allocate, rebalance,
+``request_reply`` (pending requests, the reply push, ``create_reply_message``), ``trace/`` (message
+trace: Java's format, dispatcher, hooks), ``consumer/`` (push, allocate, rebalance,
 process_queue, pull, concurrent, retry, offsets, listener), ``admin`` and ``sync``.
 Imports transport, protocol, errors and clock; never broker, namesrv or store.
 """
@@ -65,6 +66,7 @@ from .request_reply import MessageUtil, RequestCallback, create_reply_message, g
 from .rpc import PullRaw, PullStatus, SendResult, SendStatus
 from .runtime import ClientRuntime
 from .sync import SyncAdmin, SyncProducer, SyncTransactionProducer
+from .trace import TraceType, TraceView
 
 __all__ = [
     "Admin",
@@ -105,6 +107,8 @@ __all__ = [
     "SyncLitePullConsumer",
     "SyncProducer",
     "SyncTransactionProducer",
+    "TraceType",
+    "TraceView",
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",

@@ -4,7 +4,8 @@ Mirrors the parts of ``DefaultMQAdminExt`` / ``MQAdminImpl`` that read topic rou
 offsets, ``DefaultMQPullConsumer.pull`` without a consumer group's state (for exact offset-range
 reads), ``createTopic``, ``deleteTopic``, ``setMessageRequestMode`` (the ``mqadmin
 setConsumeMode`` tool), the cluster / topic lists, topic and consume statistics, consumer
-connections, message queries (``queryMessage`` by key, ``viewMessage`` by offset msg id), the
+connections, message queries (``queryMessage`` by key, ``viewMessage`` by offset msg id), message
+traces (``mqadmin queryMsgTraceById``), the
 server-side offset reset (``resetOffsetByTimestamp``) and the calls the broker forwards to a
 consumer client (``getConsumerRunningInfo``, ``consumeMessageDirectly``). Constructing an
 :class:`Admin` opens nothing; connections are made on first use. Imports sibling client
@@ -54,6 +55,8 @@ from .inbound import ConsumeMessageDirectlyResult
 from .routing import MASTER_ID, subscribe_queues
 from .rpc import PullRaw
 from .runtime import ClientRuntime
+from .trace.codec import trace_views
+from .trace.model import RMQ_SYS_TRACE_TOPIC, TraceView
 
 if TYPE_CHECKING:
     from ..protocol.bodies.route import TopicRouteData
@@ -71,6 +74,10 @@ CALL_CONSUMER_TIMEOUT: Final = 15.0
 RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
 #: MessageConst.KEY_SEPARATOR: keys of a message are joined by a space.
 KEY_SEPARATOR: Final = " "
+#: QueryMsgTraceByIdSubCommand: default maxNum of the trace query.
+QUERY_TRACE_MAX_NUM: Final = 64
+#: Long.MAX_VALUE: the trace query's default end timestamp.
+_LONG_MAX: Final = 2**63 - 1
 
 
 @dataclass(slots=True)
@@ -543,6 +550,46 @@ class Admin:
                 if m.topic == topic and key in (m.properties.get("KEYS") or "").split(KEY_SEPARATOR):
                     out.message_list.append(m)
         return out
+
+    async def query_trace(
+        self,
+        msg_id: str,
+        trace_topic: str = RMQ_SYS_TRACE_TOPIC,
+        *,
+        max_num: int = QUERY_TRACE_MAX_NUM,
+        begin_ms: int = 0,
+        end_ms: int = _LONG_MAX,
+    ) -> list[TraceView]:
+        """Return the trace records of message ``msg_id`` (``mqadmin queryMsgTraceById``).
+
+        Mirrors ``QueryMsgTraceByIdSubCommand.queryTraceByMsgId``: :meth:`query_message` on
+        ``trace_topic`` with key = ``msg_id``, then every record of the found trace messages
+        whose msg id is ``msg_id`` (``TraceView.decodeFromTraceTransData``), in the order the
+        brokers answered (not sorted). Records of Java and rocketpipe clients alike: Pub,
+        SubBefore, SubAfter, EndTransaction (and 5.3 Recall). Tracing clients send their
+        records in the background, in batches (at the latest 5 s after a record, and when they
+        close): a record is findable once its trace message is stored and indexed.
+
+        Args:
+            msg_id: the message's msg id (``SendResult.msg_id``, ``MessageExt.msg_id``).
+            trace_topic: where the traces were sent (``-t``; the client's
+                ``customized_trace_topic``).
+            max_num: trace messages per broker (``-c``, 64).
+            begin_ms / end_ms: store-time range of the trace messages, epoch ms (``-b`` / ``-e``).
+
+        Returns:
+            The :class:`~rocketpipe.client.trace.TraceView` list; empty when nothing matched
+            (Java fails with "query message by key finished, but no message.").
+
+        Raises:
+            TopicNotExistError / RouteNotFoundError: the trace topic has no route;
+            BrokerError / TransportError.
+        """
+        found = await self.query_message(trace_topic, msg_id, max_num, begin_ms, end_ms)
+        views: list[TraceView] = []
+        for m in found.message_list:
+            views.extend(trace_views(msg_id, m.body, m.born_host))
+        return views
 
     async def view_message(self, offset_msg_id: str, topic: str | None = None) -> MessageExt:
         """Return the stored message of an offset msg id (``SendResult.offset_msg_id``).

@@ -42,6 +42,8 @@ class ClientConfig:
         request_timeout: timeout of name-server and admin RPCs, seconds
             (``mqClientApiTimeout``, 3 000 ms).
         connect_timeout: TCP connect timeout, seconds (``connectTimeoutMillis``, 3 000 ms).
+        trace_msg_batch_num: trace contexts per trace-dispatcher batch of a client with
+            ``enable_msg_trace`` (``traceMsgBatchNum``, 10; the dispatcher caps it at 20).
     """
 
     namesrv_addr: str
@@ -54,6 +56,7 @@ class ClientConfig:
     pull_time_delay_when_exception: float = 1.0
     request_timeout: float = 3.0
     connect_timeout: float = 3.0
+    trace_msg_batch_num: int = 10
 
     def __post_init__(self) -> None:
         if not self.namesrv_addrs():
@@ -67,6 +70,8 @@ class ClientConfig:
         ):
             if getattr(self, name) <= 0:
                 raise InvalidArgumentError(f"{name} must be > 0 seconds")
+        if self.trace_msg_batch_num < 1:
+            raise InvalidArgumentError("trace_msg_batch_num must be >= 1")
         if self.pull_time_delay_when_exception < 0:
             raise InvalidArgumentError("pull_time_delay_when_exception must be >= 0 seconds")
 

@@ -9,7 +9,7 @@ Mirrors ``MQClientInstance.topicRouteData2TopicPublishInfo`` / ``topicRouteData2
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..protocol.message import MessageQueue
@@ -109,3 +109,22 @@ class RoundRobinSelector:
                     return mq
         self._index += 1
         return queues[self._index % len(queues)]
+
+    def select_where(
+        self, queues: Sequence[MessageQueue], accept: Callable[[MessageQueue], bool]
+    ) -> MessageQueue | None:
+        """The next queue, in round-robin order, that ``accept`` takes; None after one full turn.
+
+        Mirrors ``TopicPublishInfo.selectOneMessageQueue(QueueFilter...)``: each candidate
+        advances the counter.
+        """
+        for _ in range(len(queues)):
+            self._index += 1
+            mq = queues[self._index % len(queues)]
+            if accept(mq):
+                return mq
+        return None
+
+    def reset(self) -> None:
+        """Restart the counter at a random value (``ThreadLocalIndex.reset``)."""
+        self._index = random.randrange(1 << 31)

@@ -8,14 +8,17 @@ them (brokers first) on exit. ``local_cluster(tmp_path, brokers=2)`` runs two br
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..broker import Broker, BrokerConfig
+from ..client import Admin
 from ..clock import SYSTEM_CLOCK, Clock
+from ..errors import RocketMQError
 from ..namesrv import NameServer
 
 
@@ -94,3 +97,29 @@ async def local_cluster(
         for broker in reversed(started):
             await broker.close()
         await namesrv.close()
+
+
+async def create_topic_on_brokers(
+    namesrv_addr: str, topic: str, queue_nums: int, broker_addrs: Sequence[str], timeout: float = 20.0
+) -> None:
+    """Create ``topic`` with ``queue_nums`` queues on every broker of ``broker_addrs`` and wait
+    until the name server routes all of them (each broker registers the topic with its next
+    heartbeat to the name server).
+
+    Raises:
+        TimeoutError: the route did not list ``queue_nums × len(broker_addrs)`` queues within
+            ``timeout`` seconds.
+        RocketMQError: a broker refused to create the topic.
+    """
+    want = queue_nums * len(broker_addrs)
+    async with Admin(namesrv_addr) as admin:
+        for addr in broker_addrs:
+            await admin.create_topic(topic, queue_nums, broker_addr=addr)
+        async with asyncio.timeout(timeout):
+            while True:
+                try:
+                    if len(await admin.topic_queues(topic)) == want:
+                        return
+                except RocketMQError:  # not routed yet
+                    pass
+                await asyncio.sleep(0.05)

@@ -1,7 +1,8 @@
 """Two broker groups in one cluster (local_cluster(brokers=2), and a second broker group as its own
 `rocketpipe serve --broker-only` process): a topic on both, sends spread over both, push consumers
 rebalanced over both with offsets kept per broker, orderly consumption with each broker's locks,
-POP from both, and producer failover when one broker process is killed (SIGKILL)."""
+POP from both, and producer failover when one broker process is killed (SIGKILL), with and without
+send latency fault tolerance."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from rocketpipe import (
-    Admin,
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
     ConsumeInitMode,
@@ -26,7 +26,7 @@ from rocketpipe import (
     SimpleConsumer,
 )
 from rocketpipe.client.consumer.orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus, MessageListenerOrderly
-from rocketpipe.testing.cluster import LocalCluster, local_cluster
+from rocketpipe.testing.cluster import LocalCluster, create_topic_on_brokers, local_cluster
 from rocketpipe.testing.serve_process import serve_process
 from waiting import wait_until
 
@@ -40,14 +40,7 @@ async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
 
 
 async def _topic_on_both(c: LocalCluster, topic: str) -> None:
-    async with Admin(c.namesrv_addr) as admin:
-        for addr in c.broker_addrs:
-            await admin.create_topic(topic, QUEUES, broker_addr=addr)
-
-        async def routed() -> bool:
-            return len(await admin.topic_queues(topic)) == 2 * QUEUES
-
-        await wait_until(routed, timeout=20, what=f"{topic} routed on both brokers")
+    await create_topic_on_brokers(c.namesrv_addr, topic, QUEUES, c.broker_addrs)
 
 
 async def test_sends_spread_and_push_consumers_rebalance_over_both_brokers(cluster: LocalCluster) -> None:
@@ -155,22 +148,30 @@ async def test_pop_receives_from_both_brokers(cluster: LocalCluster) -> None:
     assert set(received.values()) == {"broker-a", "broker-b"}
 
 
-async def test_producer_fails_over_when_a_broker_process_is_killed(tmp_path: Path) -> None:
-    topic = "Failover"
+@pytest.mark.parametrize("fault_tolerance", [True, False])
+async def test_send_latency_fault_tolerance_stops_trying_a_dead_broker(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, fault_tolerance: bool
+) -> None:
+    """A producer keeps sending through the live broker after the other broker's process is
+    killed (SIGKILL: the producer's cached route still lists it); with fault tolerance it stops
+    trying the dead one after one failed attempt, as Java's ``MQFaultStrategy``."""
+    topic = "FaultTolerance"
     async with local_cluster(tmp_path / "a") as c:
         with serve_process(tmp_path / "b", namesrv_addr=c.namesrv_addr, broker_name="broker-b") as b:
-            async with Admin(c.namesrv_addr) as admin:
-                for addr in (c.broker_addr, b.broker_addr):
-                    await admin.create_topic(topic, QUEUES, broker_addr=addr)
-
-                async def routed() -> bool:
-                    return len(await admin.topic_queues(topic)) == 2 * QUEUES
-
-                await wait_until(routed, timeout=20, what="topic on both brokers")
-            async with Producer("pg-failover", namesrv_addr=c.namesrv_addr, send_msg_timeout=3.0) as p:
-                before = [await p.send(Message.build(topic, f"before {i}")) for i in range(16)]
+            await create_topic_on_brokers(c.namesrv_addr, topic, QUEUES, (c.broker_addr, b.broker_addr))
+            async with Producer(
+                "pg-fault", namesrv_addr=c.namesrv_addr, send_msg_timeout=3.0, send_latency_fault_enable=fault_tolerance
+            ) as p:
+                before = [await p.send(Message.build(topic, f"before {i}")) for i in range(8)]
                 assert {r.message_queue.broker_name for r in before} == {"broker-a", "broker-b"}
-                os.kill(b.pid, signal.SIGKILL)  # no unregistration: the route still lists broker-b
+                assert p.mq_fault_strategy.is_available("broker-b")
+                os.kill(b.pid, signal.SIGKILL)  # the producer's cached route still lists broker-b
+                caplog.clear()
                 after = [await p.send(Message.build(topic, f"after {i}")) for i in range(16)]
-    assert all(r.send_status is SendStatus.SEND_OK for r in after)
-    assert {r.message_queue.broker_name for r in after} == {"broker-a"}  # every send landed on the live broker
+                retries = [r for r in caplog.records if r.getMessage().startswith("send failed, retrying")]
+                isolated = not p.mq_fault_strategy.is_available("broker-b")
+    assert {(r.message_queue.broker_name, r.send_status) for r in after} == {("broker-a", SendStatus.SEND_OK)}
+    if fault_tolerance:  # one failed attempt isolates broker-b for 10 s: no send tries it again
+        assert len(retries) == 1 and isolated
+    else:  # plain round robin keeps landing on broker-b's queues and retrying on broker-a
+        assert len(retries) >= 4 and not isolated

@@ -1,5 +1,5 @@
 """Steps shared by the push, lite pull and simple consumers (L3): constructor checks, route
-refresh, the start-up subscription check.
+refresh, the start-up subscription check, the message-trace hook.
 
 Mirrors ``DefaultMQPushConsumerImpl.checkConfig`` (group checks), the "own a runtime unless
 given one" rule that ``MQClientManager.getOrCreateMQClientInstance`` plays in Java, and
@@ -16,12 +16,14 @@ from ...clock import Clock
 from ...errors import InvalidArgumentError, RocketMQError, TopicNotExistError
 from .. import rpc
 from ..config import ClientConfig
+from ..producer.producer import start_trace_dispatcher
 from ..runtime import ClientRuntime
+from ..trace.hooks import ConsumeTraceHook
 
 if TYPE_CHECKING:
     from ...protocol.bodies.heartbeat import SubscriptionData
 
-__all__ = ["check_client_in_broker", "check_consumer_group", "refresh_routes", "resolve_runtime"]
+__all__ = ["check_client_in_broker", "check_consumer_group", "refresh_routes", "resolve_runtime", "start_consume_trace"]
 
 log = logging.getLogger(__name__)
 
@@ -93,3 +95,13 @@ async def check_client_in_broker(runtime: ClientRuntime, group: str, subscriptio
         if addr is None:
             continue
         await rpc.check_client_config(rt.pool, addr, rt.client_id, group, sd, rt.config.request_timeout)
+
+
+async def start_consume_trace(
+    runtime: ClientRuntime, group: str, customized_trace_topic: str | None, clock: Clock
+) -> ConsumeTraceHook | None:
+    """The started trace hook of a consumer with ``enable_msg_trace`` (``new
+    AsyncTraceDispatcher(group, CONSUME, ...)`` + ``ConsumeMessageTraceHookImpl``), or None
+    (logged) when its dispatcher cannot start. Close it with ``hook.dispatcher.close()``."""
+    dispatcher = await start_trace_dispatcher(runtime, group, "CONSUME", customized_trace_topic, clock)
+    return ConsumeTraceHook(dispatcher, clock) if dispatcher is not None else None

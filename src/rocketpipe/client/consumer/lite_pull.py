@@ -13,6 +13,10 @@ Mirrors ``DefaultLitePullConsumer`` / ``DefaultLitePullConsumerImpl`` (CLUSTERIN
   ``auto_commit`` at most every ``auto_commit_interval`` inside ``poll``); the runtime's
   periodic task (5 s) and :meth:`close` send them to the broker.
 
+Message trace (``enable_msg_trace``): every batch :meth:`LitePullConsumer.poll` hands out is
+recorded as a SubBefore and a successful SubAfter, as ``DefaultLitePullConsumerImpl.poll`` runs
+the consume hooks.
+
 Wire choice: the pulls use PULL_MESSAGE (11) with the lite-pull bit, as 4.x Java lite pull
 consumers do; 5.x Java clients send LITE_PULL_MESSAGE (361) for the same header, which 4.x
 brokers reject (REQUEST_CODE_NOT_SUPPORTED). Both broker generations accept code 11.
@@ -28,7 +32,7 @@ import logging
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import datetime
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ...clock import SYSTEM_CLOCK, Clock
 from ...errors import ClientClosedError, InvalidArgumentError, RocketMQError
@@ -39,13 +43,16 @@ from ..config import ClientConfig
 from ..routing import subscribe_queues
 from ..runtime import ClientRuntime
 from .allocate import AllocateStrategy, allocate_averagely
-from .common import check_consumer_group, resolve_runtime
+from .common import check_consumer_group, resolve_runtime, start_consume_trace
 from .listener import MessageModel
 from .lite_pull_fetch import LitePullFetcher
 from .lite_pull_queues import AssignedQueues, LitePullSettings
 from .offset_ops import BrokerOffsets, persist_quietly
 from .offsets import ConsumeFromWhere, ReadOffsetType, RemoteOffsetStore, default_consume_timestamp
 from .rebalance_service import RebalanceService
+
+if TYPE_CHECKING:
+    from ..trace.hooks import ConsumeTraceHook
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +108,10 @@ class LitePullConsumer:
             long-polling background pulls, as in Java).
         rebalance_interval: seconds (``rocketmq.client.rebalance.waitInterval``, 20 s).
         clock: wall clock.
+        enable_msg_trace: trace every polled batch (SubBefore + SubAfter) into the trace topic
+            (``enableMsgTrace``, False).
+        customized_trace_topic: the trace topic (``customizedTraceTopic``; None:
+            ``RMQ_SYS_TRACE_TOPIC``).
 
     Raises:
         InvalidArgumentError: bad group or settings, BROADCASTING, no name server.
@@ -130,6 +141,8 @@ class LitePullConsumer:
         consumer_pull_timeout: float = 10.0,
         rebalance_interval: float = REBALANCE_INTERVAL,
         clock: Clock = SYSTEM_CLOCK,
+        enable_msg_trace: bool = False,
+        customized_trace_topic: str | None = None,
     ) -> None:
         check_consumer_group(consumer_group)
         if message_model is not MessageModel.CLUSTERING:
@@ -159,6 +172,9 @@ class LitePullConsumer:
         )
         self.allocate_strategy = allocate_strategy
         self.rebalance_interval = rebalance_interval
+        self.enable_msg_trace = enable_msg_trace
+        self.customized_trace_topic = customized_trace_topic
+        self._trace: ConsumeTraceHook | None = None
         self._runtime = runtime
         self._clock = clock
         self._subscription_type = SubscriptionType.NONE
@@ -333,6 +349,8 @@ class LitePullConsumer:
         self._started = True
         await rt.start()
         await self._tasks.start()
+        if self.enable_msg_trace:
+            self._trace = await start_consume_trace(rt, self.group, self.customized_trace_topic, self._clock)
         await rt.update_all_routes()
         await rt.send_heartbeat_to_all_brokers()
         if self._subscription_type is SubscriptionType.SUBSCRIBE:
@@ -360,6 +378,8 @@ class LitePullConsumer:
                 await self._runtime.close()
             return
         await self._tasks.close()
+        if self._trace is not None:
+            await self._trace.dispatcher.close()
         if self.settings.auto_commit:
             self._commit_memory(self._assigned.consume_offsets())
         for mq in self._assigned.queues():
@@ -407,6 +427,8 @@ class LitePullConsumer:
         offset = req.pq.remove_messages(req.msgs)
         self._assigned.update_consume_offset(req.mq, offset, req.pq)
         req.pq.last_consume_time = self._now()
+        if self._trace is not None:
+            self._trace.polled(self.group, req.msgs, req.mq)
         return req.msgs
 
     def __aiter__(self) -> AsyncIterator[MessageExt]:

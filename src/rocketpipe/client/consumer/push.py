@@ -10,10 +10,12 @@ and :mod:`.push_controls`); the shared rebalance driver (:class:`~.rebalance_ser
 every 20 s and at once on NOTIFY_CONSUMER_IDS_CHANGED, on start, on subscribe and after
 OFFSET_ILLEGAL) applying its results through :class:`~.rebalance_push.PushRebalance`; the
 send-back decision (:class:`~.send_back.SendBack`); POP mode (:mod:`.pop_push`) when the broker
-assigns queues; the running info (:mod:`.running_info`).
+assigns queues; the running info (:mod:`.running_info`); with ``enable_msg_trace``, the
+trace hook (:class:`~rocketpipe.client.trace.hooks.ConsumeTraceHook`, SubBefore / SubAfter
+records) among the consume hooks.
 
 Shutdown order (``shutdown``): stop rebalancing and pulling, wait for the batches being
-consumed, persist every offset, UNREGISTER_CLIENT, close the runtime.
+consumed, flush the traces, persist every offset, UNREGISTER_CLIENT, close the runtime.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from datetime import datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ...clock import SYSTEM_CLOCK, Clock
 from ...errors import ClientClosedError, InvalidArgumentError, RocketMQError
@@ -33,7 +35,7 @@ from ..config import ClientConfig
 from ..inbound import ConsumeMessageDirectlyResult, consume_directly, install_consumer_handlers
 from ..runtime import ClientRuntime
 from .allocate import AllocateStrategy, allocate_averagely
-from .common import check_client_in_broker, check_consumer_group, resolve_runtime
+from .common import check_client_in_broker, check_consumer_group, resolve_runtime, start_consume_trace
 from .concurrent import ConcurrentDispatcher
 from .listener import MessageListenerConcurrently, MessageModel
 from .local_offsets import LocalOffsetStore, NoCommitOffsetView
@@ -56,6 +58,10 @@ from .retry import is_retry_topic, restore_retry_topic, retry_topic
 from .running_info import process_queue_table, push_properties, running_info
 from .selector import MessageSelector
 from .send_back import SendBack, send_back_expired
+
+if TYPE_CHECKING:
+    from ..trace.dispatcher import TraceDispatcher
+    from ..trace.hooks import ConsumeTraceHook
 
 #: rocketmq.client.rebalance.waitInterval (20 000 ms), seconds.
 REBALANCE_INTERVAL: Final = 20.0
@@ -136,6 +142,12 @@ class PushConsumer:
             [5, 300] (``popInvisibleTime``, 60 000 ms). A batch still unconsumed when it runs
             out is not consumed (the broker delivers it again).
         pop_batch_nums: POP: messages per POP_MESSAGE, in [1, 32] (``popBatchNums``, 32).
+        enable_msg_trace: record a SubBefore trace before and a SubAfter trace (success, cost
+            per message in ms, ``ConsumeReturnType``) after every listener call, into the trace
+            topic (``enableMsgTrace``, False). Traces go out in the background and never delay
+            or fail consumption.
+        customized_trace_topic: the trace topic (``customizedTraceTopic``; None:
+            ``RMQ_SYS_TRACE_TOPIC``).
 
     Raises:
         InvalidArgumentError: bad group or settings, no name server.
@@ -175,6 +187,8 @@ class PushConsumer:
         pop_threshold_for_queue: int = 96,
         pop_invisible_time: float = 60.0,
         pop_batch_nums: int = 32,
+        enable_msg_trace: bool = False,
+        customized_trace_topic: str | None = None,
     ) -> None:
         check_consumer_group(consumer_group)
         if not isinstance(message_model, MessageModel):
@@ -209,6 +223,9 @@ class PushConsumer:
         self.lock_renew_interval = lock_renew_interval
         self.offset_store_dir = offset_store_dir
         self.client_rebalance = client_rebalance
+        self.enable_msg_trace = enable_msg_trace
+        self.customized_trace_topic = customized_trace_topic
+        self._trace: ConsumeTraceHook | None = None
         self.orderly = False
         self._runtime = runtime
         self._clock = clock
@@ -409,6 +426,11 @@ class PushConsumer:
         self._hooks.append(hook)
 
     @property
+    def trace_dispatcher(self) -> TraceDispatcher | None:
+        """The trace dispatcher while tracing (``getTraceDispatcher``), else None."""
+        return self._trace.dispatcher if self._trace is not None else None
+
+    @property
     def clustering(self) -> bool:
         """True in CLUSTERING mode (queues shared by the group)."""
         return self.message_model is MessageModel.CLUSTERING
@@ -458,6 +480,10 @@ class PushConsumer:
         self._start_ms = self._clock.now_ms()
         await rt.start()
         await self._tasks.start()
+        if self.enable_msg_trace:
+            self._trace = await start_consume_trace(rt, self.group, self.customized_trace_topic, self._clock)
+            if self._trace is not None:
+                self._hooks.append(self._trace)
         self._pull_loop = await self._build_consumption()
         self._rebalance.bind(self._pull_loop, self._pop)
         await self._rebalancer.refresh_routes()
@@ -600,6 +626,8 @@ class PushConsumer:
             await self._dispatcher.close()
         if self._pop is not None:
             await self._pop.close()
+        if self._trace is not None:
+            await self._trace.dispatcher.close()
         await self._rebalance.shutdown()
         await self._tasks.close()
         self._runtime.unregister_consumer(self.group)

@@ -102,6 +102,8 @@ class ConsumeMessageContext:
         props: ``ConsumeContextType`` → ``SUCCESS`` / ``FAILED`` / ``EXCEPTION`` /
             ``RETURNNULL`` after the call; hooks may add their own keys.
         exception: the listener's exception, if any.
+        mq_trace_context: what a hook keeps from before the call to after it
+            (``mqTraceContext``; the trace hook's SubBefore record).
     """
 
     consumer_group: str
@@ -111,6 +113,7 @@ class ConsumeMessageContext:
     status: str | None = None
     props: dict[str, str] = field(default_factory=dict)
     exception: BaseException | None = None
+    mq_trace_context: object = None
 
 
 class ConsumeMessageHook(Protocol):

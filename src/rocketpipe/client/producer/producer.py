@@ -11,6 +11,12 @@ and :meth:`Producer.request_async` send a request and wait for its reply; the pe
 table and the reply push are in :mod:`rocketpipe.client.request_reply`. A message with
 ``MSG_TYPE=reply`` (:func:`~rocketpipe.client.request_reply.create_reply_message`) goes out as
 SEND_REPLY_MESSAGE_V2, as in ``MQClientAPIImpl.sendMessage``.
+
+Message trace (``enable_msg_trace``, ``DefaultMQProducer(group, enableMsgTrace,
+customizedTraceTopic)``): every answered send attempt records a Pub context
+(:class:`~rocketpipe.client.trace.hooks.SendTracer`) into a
+:class:`~rocketpipe.client.trace.dispatcher.TraceDispatcher` made by :func:`new_trace_dispatcher`,
+whose inner producer (this class) sends the trace messages.
 """
 
 from __future__ import annotations
@@ -63,6 +69,9 @@ from ..request_reply import RequestCallback, RequestResponseFuture, create_corre
 from ..routing import RoundRobinSelector, default_topic_publish_queues, publish_queues
 from ..rpc import SendResult, SendStatus
 from ..runtime import ClientRuntime
+from ..trace.dispatcher import TRACE_MAX_MSG_SIZE, TRACE_SEND_TIMEOUT, TraceDispatcher
+from ..trace.hooks import SendTracer
+from .fault import MQFaultStrategy
 from .selectors import MessageQueueSelector
 
 if TYPE_CHECKING:
@@ -76,10 +85,22 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_MESSAGE_SIZE: Final = 4 * 1024 * 1024
 #: TopicValidator: topic names are 1..127 characters of this set.
 _TOPIC_RE: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-#: TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET
+#: TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET (the trace topic is not in it: trace producers send there)
 NOT_ALLOWED_SEND_TOPICS: Final = frozenset(
-    {SCHEDULE_TOPIC, "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC"}
+    {
+        SCHEDULE_TOPIC,
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+        "SELF_TEST_TOPIC",
+        "OFFSET_MOVED_EVENT",
+    }
 )
+
+
+def _ms_since(loop: asyncio.AbstractEventLoop, began: float) -> int:
+    """Milliseconds from ``began`` (a ``loop.time()`` reading) until now."""
+    return int((loop.time() - began) * 1000)
 
 
 def _ipv4_bytes(ip: str) -> bytes:
@@ -108,6 +129,56 @@ def check_topic(topic: str) -> None:
         raise InvalidArgumentError(f"sending to system topic {topic!r} is not allowed")
 
 
+def new_trace_dispatcher(
+    runtime: ClientRuntime, host_group: str, kind: str, customized_trace_topic: str | None, clock: Clock
+) -> TraceDispatcher:
+    """The trace dispatcher of a tracing client (``new AsyncTraceDispatcher(group, type, ...)``).
+
+    Its inner producer shares ``runtime``, with the trace producer's settings of Java
+    (``sendMsgTimeout`` 5 s, ``maxMessageSize`` 128 000); the batch size is
+    ``runtime.config.trace_msg_batch_num``. Not started.
+
+    Args:
+        runtime: the host client's runtime.
+        host_group: the host's producer or consumer group.
+        kind: ``"PRODUCE"`` or ``"CONSUME"``.
+        customized_trace_topic: the trace topic, or None for ``RMQ_SYS_TRACE_TOPIC``.
+        clock: wall clock.
+    """
+
+    def make(group: str) -> Producer:
+        return Producer(
+            group,
+            runtime=runtime,
+            send_msg_timeout=TRACE_SEND_TIMEOUT,
+            max_message_size=TRACE_MAX_MSG_SIZE,
+            clock=clock,
+        )
+
+    return TraceDispatcher(
+        host_group,
+        kind,
+        make,
+        trace_topic=customized_trace_topic,
+        batch_num=runtime.config.trace_msg_batch_num,
+    )
+
+
+async def start_trace_dispatcher(
+    runtime: ClientRuntime, host_group: str, kind: str, customized_trace_topic: str | None, clock: Clock
+) -> TraceDispatcher | None:
+    """:func:`new_trace_dispatcher`, started; None (logged) when it cannot start: the client
+    then runs without tracing, as Java does after "trace dispatcher start failed"."""
+    dispatcher = new_trace_dispatcher(runtime, host_group, kind, customized_trace_topic, clock)
+    try:
+        await dispatcher.start()
+    except RocketMQError as exc:
+        log.warning("trace dispatcher start failed group=%s: %s", host_group, exc)
+        await dispatcher.close()
+        return None
+    return dispatcher
+
+
 class Producer:
     """Asynchronous producer; use ``async with Producer(group, namesrv_addr=...) as p``.
 
@@ -132,6 +203,16 @@ class Producer:
         create_topic_key: template topic for auto-creation (``createTopicKey``, ``TBW102``).
         default_topic_queue_nums: queues of an auto-created topic (``defaultTopicQueueNums``, 4).
         clock: wall clock (born timestamps).
+        enable_msg_trace: record a Pub trace for every answered send (and EndTransaction
+            records for a :class:`~rocketpipe.client.TransactionProducer`) into the trace topic
+            (``enableMsgTrace``, False). Trace messages go out in the background; a trace
+            failure never fails a send.
+        customized_trace_topic: the trace topic (``customizedTraceTopic``; None:
+            ``RMQ_SYS_TRACE_TOPIC``, which brokers create with ``traceTopicEnable=true``).
+        send_latency_fault_enable: leave slow or failing brokers out of the queue choice for a
+            while (``sendLatencyFaultEnable`` / 5.x ``sendLatencyEnable``, False): a failed
+            attempt isolates its broker for 10 s, a slow one (≥ 550 ms) for 2 s and more;
+            see :mod:`~rocketpipe.client.producer.fault` (:attr:`mq_fault_strategy`).
 
     Raises:
         InvalidArgumentError: no name server given, or a bad setting.
@@ -153,6 +234,9 @@ class Producer:
         create_topic_key: str = AUTO_CREATE_TOPIC_KEY_TOPIC,
         default_topic_queue_nums: int = 4,
         clock: Clock = SYSTEM_CLOCK,
+        enable_msg_trace: bool = False,
+        customized_trace_topic: str | None = None,
+        send_latency_fault_enable: bool = False,
     ) -> None:
         if not producer_group:
             raise InvalidArgumentError("producer_group must not be empty")
@@ -189,11 +273,25 @@ class Producer:
         self._closed = False
         self._start_lock: asyncio.Lock | None = None
         self._default_route_asked = False  # request-reply: create_topic_key's route fetched once
+        self.enable_msg_trace = enable_msg_trace
+        self.customized_trace_topic = customized_trace_topic
+        self._tracer: SendTracer | None = None
+        #: broker isolation and queue choice (``MQFaultStrategy``); its tables can be replaced
+        self.mq_fault_strategy = MQFaultStrategy(clock.now_ms, send_latency_fault_enable)
 
     @property
     def runtime(self) -> ClientRuntime:
         """The client runtime used."""
         return self._runtime
+
+    @property
+    def send_latency_fault_enable(self) -> bool:
+        """Whether brokers are isolated after slow or failed sends (``setSendLatencyFaultEnable``)."""
+        return self.mq_fault_strategy.send_latency_fault_enable
+
+    @send_latency_fault_enable.setter
+    def send_latency_fault_enable(self, on: bool) -> None:
+        self.mq_fault_strategy.send_latency_fault_enable = on
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -214,13 +312,26 @@ class Producer:
                 return
             self._runtime.register_producer(self.producer_group, self)
             await self._runtime.start()
+            if self.enable_msg_trace:
+                dispatcher = await start_trace_dispatcher(
+                    self._runtime, self.producer_group, "PRODUCE", self.customized_trace_topic, self._clock
+                )
+                if dispatcher is not None:
+                    self._tracer = SendTracer(dispatcher, self.producer_group, self._clock)
             self._started = True
+
+    @property
+    def trace_dispatcher(self) -> TraceDispatcher | None:
+        """The trace dispatcher while tracing (``getTraceDispatcher``), else None."""
+        return self._tracer.dispatcher if self._tracer is not None else None
 
     async def close(self) -> None:
         """Unregister from the brokers and close the runtime if owned; idempotent."""
         if self._closed:
             return
         self._closed = True
+        if self._tracer is not None:
+            await self._tracer.dispatcher.close()
         if self._started:
             self._runtime.unregister_producer(self.producer_group, self)
             await self._runtime.unregister_client(producer_group=self.producer_group)
@@ -466,7 +577,27 @@ class Producer:
         )
         ext = self._ext_fields(mq.topic, mq.queue_id, sys_flag, flag, props, batch)
         code = rpc.send_code(props, batch)
-        return await rpc.send_message_ext(self._runtime.pool, addr, mq, code, ext, body, msg_id, deadline - loop.time())
+        return await self._send_ext(addr, mq, code, ext, body, msg_id, deadline - loop.time(), props)
+
+    async def _send_ext(
+        self,
+        addr: str,
+        mq: MessageQueue,
+        code: int,
+        ext: dict[str, str],
+        body: bytes,
+        msg_id: str,
+        timeout: float,
+        props: dict[str, str],
+    ) -> SendResult:
+        """One send request (``sendKernelImpl``'s RPC), with its Pub trace when tracing."""
+        tracer = self._tracer
+        if tracer is None:
+            return await rpc.send_message_ext(self._runtime.pool, addr, mq, code, ext, body, msg_id, timeout)
+        begin = tracer.now_ms()
+        result = await rpc.send_message_ext(self._runtime.pool, addr, mq, code, ext, body, msg_id, timeout)
+        tracer.on_sent(mq.topic, props, addr, len(body), begin, result)
+        return result
 
     async def send_batch(
         self, msgs: list[Message], *, queue: MessageQueue | None = None, timeout: float | None = None
@@ -553,6 +684,7 @@ class Producer:
         last_exc: RocketMQError | None = None
         refresh = False
         selector = self._selector(topic)
+        faults = self.mq_fault_strategy
         code = rpc.send_code(props, batch)
         for attempt in range(attempts):
             remaining = deadline - loop.time()
@@ -560,24 +692,27 @@ class Producer:
                 raise RequestTimeoutError(
                     f"send to {topic!r} timed out after {budget}s ({attempt} attempts; last error: {last_exc})"
                 )
+            began: float | None = None  # when the attempt reached a broker (for the fault table)
             try:
                 queues = None if refresh else self._cached_publish_queues(topic)
                 if queues is None:
                     queues, _ = await self._publish_queues(topic, refresh=refresh)
                 refresh = False
-                mq = selector.select(queues, last_broker)
+                mq = faults.select_one_message_queue(queues, selector, last_broker, attempt > 0)
                 last_broker = mq.broker_name
                 addr = self._runtime.find_broker_addr(mq.broker_name) or await self._runtime.find_master_addr(
                     mq.broker_name, topic
                 )
                 ext = self._ext_fields(topic, mq.queue_id, sys_flag, flag, props, batch)
-                result = await rpc.send_message_ext(
-                    self._runtime.pool, addr, mq, code, ext, body, msg_id, deadline - loop.time()
-                )
+                began = loop.time()
+                result = await self._send_ext(addr, mq, code, ext, body, msg_id, deadline - loop.time(), props)
+                faults.update_fault_item(mq.broker_name, _ms_since(loop, began), isolation=False, reachable=True)
             except InvalidArgumentError:
                 raise
             except BrokerError as exc:
                 last_exc = exc
+                if began is not None:  # MQBrokerException: isolated and marked unreachable
+                    faults.update_fault_item(last_broker or "", _ms_since(loop, began), isolation=True, reachable=False)
                 if exc.response_code not in RETRY_RESPONSE_CODES:
                     raise
                 refresh = exc.refresh_route
@@ -592,6 +727,8 @@ class Producer:
                 continue
             except RocketMQError as exc:
                 last_exc = exc
+                if began is not None:  # RemotingException without the reachability detector: isolated
+                    faults.update_fault_item(last_broker or "", _ms_since(loop, began), isolation=True, reachable=True)
                 refresh = exc.refresh_route
                 if attempt + 1 < attempts:
                     log.warning(

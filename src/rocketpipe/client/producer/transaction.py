@@ -21,7 +21,10 @@ Mirrors Java 5.3.3:
   (the ``ClientRemotingProcessor.checkTransactionState`` half, decoding the request and finding the
   producer by ``PGROUP``, is ``ClientRuntime._on_check_transaction_state``);
 - :func:`end_transaction_header` / :func:`check_end_transaction_header`: the END_TRANSACTION header
-  fields set by ``endTransaction`` / ``checkTransactionState``'s ``processTransactionState``.
+  fields set by ``endTransaction`` / ``checkTransactionState``'s ``processTransactionState``;
+- with ``enable_msg_trace``, an EndTransaction trace record before each END_TRANSACTION
+  (``EndTransactionTraceHookImpl``, run by ``doExecuteEndTransactionHook``), the answers to
+  check-backs included; the half message's send records a Pub of type ``Trans_Msg_Half``.
 
 Imports protocol, errors and sibling client modules (never broker, namesrv or store).
 """
@@ -45,6 +48,7 @@ from ...protocol.message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_PRODUCER_GROUP,
     PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     Message,
     MessageExt,
     decode_offset_msg_id,
@@ -497,6 +501,16 @@ class TransactionProducer(Producer):
         rt = self._runtime
         addr = rt.find_broker_addr(broker) or await rt.find_master_addr(broker, msg.topic)
         remark = execute_exception_remark(error) if error is not None else None
+        if self._tracer is not None:
+            self._tracer.on_end_transaction(
+                msg.topic,
+                msg.properties,
+                send_result.msg_id,
+                addr,
+                msg.unique_key,
+                state.name,
+                from_transaction_check=False,
+            )
         async with asyncio.timeout(self.send_msg_timeout):
             await rpc.end_transaction_oneway(rt.pool, addr, header, remark)
 
@@ -547,6 +561,16 @@ class TransactionProducer(Producer):
         elif state is not LocalTransactionState.COMMIT_MESSAGE:
             log.info("check-back: client answers %s msgId=%s from=%s", state.name, msg.msg_id, conn.remote_address)
         end = check_end_transaction_header(self.producer_group, msg, header, state)
+        if self._tracer is not None:
+            self._tracer.on_end_transaction(
+                msg.topic,
+                msg.properties,
+                msg.msg_id,
+                conn.remote_address,
+                msg.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+                state.name,
+                from_transaction_check=True,
+            )
         cmd = rpc.end_transaction_command(end, check_exception_remark(error) if error is not None else None)
         try:
             async with asyncio.timeout(CHECK_END_TRANSACTION_TIMEOUT):
