@@ -23,6 +23,7 @@ from .producer.selectors import MessageQueueSelector
 from .producer.transaction import TransactionProducer, TransactionSendResult
 from .request_reply import RequestCallback
 from .rpc import PullRaw, SendResult
+from .trace.model import RMQ_SYS_TRACE_TOPIC, TraceView
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -140,6 +141,10 @@ class SyncAdmin:
     def create_topic(self, topic: str, queue_nums: int = 8, broker_addr: str | None = None) -> None:
         """See :meth:`Admin.create_topic`."""
         self._portal.call(lambda a: a.create_topic(topic, queue_nums, broker_addr))
+
+    def query_trace(self, msg_id: str, trace_topic: str = RMQ_SYS_TRACE_TOPIC) -> list[TraceView]:
+        """See :meth:`Admin.query_trace`."""
+        return self._portal.call(lambda a: a.query_trace(msg_id, trace_topic))
 
 
 class SyncProducer:

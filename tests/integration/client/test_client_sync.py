@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+from pathlib import Path
 
-from rocketpipe import Message, PullStatus, SendStatus, SyncAdmin, SyncProducer
+from rocketpipe import Message, PullStatus, SendStatus, SyncAdmin, SyncProducer, TraceType, TraceView
 from rocketpipe.protocol.message import decode_records
-from rocketpipe.testing.cluster import LocalCluster
+from rocketpipe.testing.cluster import LocalCluster, local_cluster
 
 
 async def test_sync_producer_and_admin(cluster: LocalCluster) -> None:
@@ -34,3 +35,16 @@ async def test_sync_producer_and_admin(cluster: LocalCluster) -> None:
     maxes, bodies = await asyncio.to_thread(work)
     assert sum(maxes) == 8
     assert sorted(bodies) == sorted([f"s{i}".encode() for i in range(6)] + [b"b1", b"b2"])
+
+
+async def test_sync_admin_query_trace_reads_a_sync_producers_pub(tmp_path: Path) -> None:
+    async with local_cluster(tmp_path / "store", trace_topic_enable=True) as c:
+
+        def work() -> list[TraceView]:
+            with SyncProducer("pg-sync-trace", c.namesrv_addr, enable_msg_trace=True) as producer:
+                sent = producer.send(Message.build("SyncTraced", b"x", tags="t", keys="k"))
+            with SyncAdmin(c.namesrv_addr) as admin:  # the producer flushed its traces on close
+                return [v for v in admin.query_trace(sent.msg_id) if v.msg_id == sent.msg_id]
+
+        views = await asyncio.to_thread(work)
+    assert [(v.trace_type, v.group_name, v.tags, v.keys) for v in views] == [(TraceType.Pub, "pg-sync-trace", "t", "k")]
