@@ -95,8 +95,9 @@ def main() -> None:
     n = args.messages
     with (
         tempfile.TemporaryDirectory(prefix="rp-spark-bench-") as tmp,
-        rocketpipe_serve(Path(tmp), "async", tuple(shlex.split(args.serve_args))) as namesrv,
+        rocketpipe_serve(Path(tmp), "async", tuple(shlex.split(args.serve_args))) as served,
     ):
+        namesrv: str = served.handle
         t = _timed(lambda: asyncio.run(_produce(namesrv, n, args.size, args.queues)))
         console.print(f"produced {n:,} × {args.size} B into {args.queues} queues in {t:.1f} s")
         from pyspark.sql import SparkSession
