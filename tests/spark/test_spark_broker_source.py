@@ -110,6 +110,12 @@ def test_batch_read_offsets_json(spark, ns: str, producer: SyncProducer) -> None
     assert got == [(0, 2), (0, 3), (0, 4)]
     with pytest.raises(Exception, match="beyond its max offset"):
         _reader(spark, ns, topic, startingOffsets=json.dumps({topic: {"broker-a:0": 10_000}})).collect()
+    # a queue or broker that does not exist is an error naming it, never silently the whole topic
+    for key in ("broker-a:77", "broker-zz:0"):
+        with pytest.raises(Exception, match=f"startingOffsets names queues that do not exist: {topic} {key}"):
+            _reader(spark, ns, topic, startingOffsets=json.dumps({topic: {key: 0}})).collect()
+    with pytest.raises(Exception, match=f"endingOffsets names queues that do not exist: {topic} broker-a:77"):
+        _reader(spark, ns, topic, endingOffsets=json.dumps({topic: {"broker-a:77": 1}})).collect()
 
 
 def test_stream_available_now_bounded_and_restart(spark, ns: str, producer: SyncProducer, tmp_path: Path) -> None:

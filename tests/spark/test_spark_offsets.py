@@ -141,3 +141,22 @@ def test_split_is_deterministic() -> None:
     ranges = plan_ranges({mq("a", i): i for i in range(8)}, {mq("a", i): 100 + 7 * i for i in range(8)})
     assert split_ranges(ranges, 3) == split_ranges(list(ranges), 3)
     assert offsets_to_json({mq("a", 1): 2}) == {"T": {"a:1": 2}}
+
+
+@pytest.mark.parametrize(
+    ("raw", "named"),
+    [
+        ('{"T": {"a:77": 1}}', "T a:77"),  # a queue id the topic does not have
+        ('{"T": {"zz:0": 1}}', "T zz:0"),  # a broker that does not serve the topic
+        ('{"U": {"a:0": 1}}', "U a:0"),  # a topic this source does not read
+    ],
+)
+def test_resolve_offsets_refuses_queues_that_do_not_exist(raw: str, named: str) -> None:
+    queues = [mq("a", 0), mq("a", 1), mq("b", 0)]
+    offs = dict.fromkeys(queues, 0)
+    with pytest.raises(InvalidArgumentError, match=f"startingOffsets names queues that do not exist: {named}"):
+        resolve_offsets(parse_offset_spec(raw, allow_earliest=True), queues, offs, offs)
+    with pytest.raises(InvalidArgumentError) as err:
+        resolve_offsets(parse_offset_spec(raw, allow_earliest=True), queues, offs, offs, option="endingOffsets")
+    assert str(err.value).startswith("endingOffsets names queues that do not exist")
+    assert ("T has a:0, a:1, b:0" if named.startswith("T") else "U is not a topic this source reads") in str(err.value)

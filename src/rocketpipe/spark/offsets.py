@@ -167,11 +167,14 @@ def resolve_offsets(
     max_offsets: Mapping[MessageQueue, int],
     *,
     default: Literal["earliest", "latest"] = "earliest",
+    option: str = "startingOffsets",
 ) -> Offsets:
     """Turn a spec into concrete offsets for ``queues``.
 
     JSON offsets are used as given (range checks are the reader's job, under ``failOnDataLoss``);
-    queues missing from the JSON get ``default``.
+    queues missing from the JSON get ``default``. A JSON queue that is not one of ``queues`` (a
+    queue id the topic does not have, a broker that does not serve it, a topic not read) is an
+    error, as Kafka's source refuses partitions it was not assigned, rather than being ignored.
 
     Args:
         spec: the parsed option.
@@ -179,10 +182,19 @@ def resolve_offsets(
         min_offsets: each queue's min offset.
         max_offsets: each queue's max offset (the next offset to be written).
         default: what queues absent from a JSON spec resolve to.
+        option: the option's name, for the error message.
 
     Returns:
         ``{queue: offset}`` for every queue in ``queues``, in the given order.
+
+    Raises:
+        InvalidArgumentError: the JSON names queues that are not among ``queues``; the message
+            lists them and the queues there are.
     """
+    queues = list(queues)
+    unknown = json_queues(spec) - set(queues)
+    if unknown:
+        raise InvalidArgumentError(_unknown_queues_message(option, unknown, queues))
     out: Offsets = {}
     fallback = EARLIEST if default == "earliest" else LATEST
     for mq in queues:
@@ -198,6 +210,22 @@ def resolve_offsets(
         else:
             out[mq] = value
     return out
+
+
+def _unknown_queues_message(option: str, unknown: set[MessageQueue], queues: list[MessageQueue]) -> str:
+    """``option`` names ``unknown``: say which, and which queues each of their topics has."""
+    have: dict[str, list[str]] = {}
+    for mq in queues:
+        have.setdefault(mq.topic, []).append(queue_key(mq))
+    named = ", ".join(
+        f"{mq.topic} {queue_key(mq)}" for mq in sorted(unknown, key=lambda q: (q.topic, q.broker_name, q.queue_id))
+    )
+    topics = sorted({mq.topic for mq in unknown})
+    known = "; ".join(
+        f"{t} has {', '.join(sorted(have[t]))}" if t in have else f"{t} is not a topic this source reads"
+        for t in topics
+    )
+    return f"{option} names queues that do not exist: {named} ({known})"
 
 
 def json_queues(spec: OffsetSpec) -> set[MessageQueue]:

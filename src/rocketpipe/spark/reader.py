@@ -692,7 +692,7 @@ class RocketMQBatchReader(DataSourceReader):
         if opts.ending_offsets is None:
             end = dict(maxs)
         else:
-            end = resolve_offsets(opts.ending_offsets, queues, mins, maxs, default="latest")
+            end = resolve_offsets(opts.ending_offsets, queues, mins, maxs, default="latest", option="endingOffsets")
         for mq in queues:
             if end[mq] > maxs[mq]:
                 raise InvalidArgumentError(
