@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +11,8 @@ import pytest
 from spark_cluster import ThreadedCluster
 
 from rocketpipe.client import SendResult, SyncAdmin, SyncProducer
-from rocketpipe.protocol.message import Message
+from rocketpipe.protocol.message import Message, decode_records
+from waiting import wait_until_sync
 
 pytestmark = pytest.mark.spark
 
@@ -51,11 +53,14 @@ def _create(ns: str, topic: str, queues: int = 4) -> None:
         admin.close()
 
 
+def _body(i: int) -> bytes:
+    return (b"big-%d-" % i) * 1000 if i % 25 == 7 else b"msg-%d" % i  # >4 KiB bodies get compressed
+
+
 def _produce(producer: SyncProducer, topic: str, start: int, n: int) -> list[SendResult]:
     out = []
     for i in range(start, start + n):
-        body = (b"big-%d-" % i) * 1000 if i % 25 == 7 else b"msg-%d" % i  # >4 KiB bodies get compressed
-        msg = Message.build(topic, body, tags=f"tag{i % 3}", keys=[f"k{i}", "shared"], properties={"seq": str(i)})
+        msg = Message.build(topic, _body(i), tags=f"tag{i % 3}", keys=[f"k{i}", "shared"], properties={"seq": str(i)})
         out.append(producer.send(msg))
     return out
 
@@ -116,6 +121,39 @@ def test_batch_read_offsets_json(spark, ns: str, producer: SyncProducer) -> None
             _reader(spark, ns, topic, startingOffsets=json.dumps({topic: {key: 0}})).collect()
     with pytest.raises(Exception, match=f"endingOffsets names queues that do not exist: {topic} broker-a:77"):
         _reader(spark, ns, topic, endingOffsets=json.dumps({topic: {"broker-a:77": 1}})).collect()
+
+
+def test_batch_and_stream_start_and_end_by_timestamp(spark, ns: str, producer: SyncProducer) -> None:
+    topic = TOPIC + "ByTime"
+    _create(ns, topic)
+    first = _produce(producer, topic, 0, 12)
+    admin = SyncAdmin(ns)
+    try:
+        stored = [admin.pull_raw(q, 0, 64) for q in admin.topic_queues(topic)]
+    finally:
+        admin.close()
+    boundary = max(m.store_timestamp for r in stored for m in decode_records(r.body)) + 1
+    wait_until_sync(lambda: time.time() * 1000 > boundary, timeout=5, what="the clock past the first batch")
+    _produce(producer, topic, 12, 8)
+
+    def bodies(stream: bool = False, **opts: str) -> set[bytes]:
+        df = _reader(spark, ns, topic, stream=stream, **opts)
+        if not stream:
+            return {bytes(r["body"]) for r in df.select("body").collect()}
+        name = f"by_time_{time.monotonic_ns()}"
+        query = df.writeStream.format("memory").queryName(name).trigger(availableNow=True).start()
+        assert query.awaitTermination(120)
+        return {bytes(r["body"]) for r in spark.sql(f"select body from {name}").collect()}
+
+    before, after = {_body(i) for i in range(12)}, {_body(i) for i in range(12, 20)}
+    assert len(first) == 12
+    # queues with nothing at or after the boundary start at their end instead of failing
+    assert bodies(startingTimestamp=str(boundary), startingOffsetsByTimestampStrategy="latest") == after
+    assert bodies(endingTimestamp=str(boundary)) == before
+    assert bodies(stream=True, startingTimestamp=str(boundary), startingOffsetsByTimestampStrategy="latest") == after
+    future = str(int(time.time() * 1000) + 3_600_000)
+    with pytest.raises(Exception, match="has no message stored at or after"):
+        bodies(startingTimestamp=future)
 
 
 def test_stream_available_now_bounded_and_restart(spark, ns: str, producer: SyncProducer, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -10,13 +11,16 @@ from rocketpipe.errors import InvalidArgumentError
 from rocketpipe.protocol.message import MessageQueue
 from rocketpipe.spark.offsets import (
     QueueRange,
+    TimestampSpec,
     cap_offsets,
     offsets_from_json,
     offsets_to_json,
     offsets_to_json_string,
     parse_offset_spec,
+    parse_timestamp_spec,
     plan_ranges,
     resolve_offsets,
+    resolve_timestamps,
     split_ranges,
 )
 
@@ -160,3 +164,46 @@ def test_resolve_offsets_refuses_queues_that_do_not_exist(raw: str, named: str) 
         resolve_offsets(parse_offset_spec(raw, allow_earliest=True), queues, offs, offs, option="endingOffsets")
     assert str(err.value).startswith("endingOffsets names queues that do not exist")
     assert ("T has a:0, a:1, b:0" if named.startswith("T") else "U is not a topic this source reads") in str(err.value)
+
+
+def _search_in(times: dict[MessageQueue, list[int]]) -> Callable[[MessageQueue, int], int]:
+    """SEARCH_OFFSET_BY_TIMESTAMP over store times: the first offset stored at or after ``ms``."""
+
+    def search(q: MessageQueue, ms: int) -> int:
+        return next((i for i, t in enumerate(times[q]) if t >= ms), len(times[q]))
+
+    return search
+
+
+def test_resolve_timestamps_start_end_and_no_match() -> None:
+    a0, a1, b0 = mq("a", 0), mq("a", 1), mq("b", 0)
+    times = {a0: [10, 20, 30, 40], a1: [5, 50], b0: []}
+    mins, maxs = {a0: 0, a1: 0, b0: 0}, {a0: 4, a1: 2, b0: 0}
+    search = _search_in(times)
+    every_25 = TimestampSpec(all_ms=25)
+    # b0 is empty: nothing at or after 25 there, which fails a start unless the strategy is latest
+    with pytest.raises(InvalidArgumentError, match="T b:0 has no message stored at or after 25 ms"):
+        resolve_timestamps(every_25, [a0, a1, b0], mins, maxs, search, ending=False)
+    assert resolve_timestamps(every_25, [a0, a1, b0], mins, maxs, search, ending=False, no_match="latest") == {
+        a0: 2,
+        a1: 1,
+        b0: 0,
+    }
+    assert resolve_timestamps(every_25, [a0, a1, b0], mins, maxs, search, ending=True) == {a0: 2, a1: 1, b0: 0}
+    assert resolve_timestamps(TimestampSpec(all_ms=99), [a0], mins, maxs, search, ending=True) == {a0: 4}
+    # per queue: the others start at their min / end at their max
+    per = parse_timestamp_spec(None, '{"T": {"a:0": 35}}')
+    assert per is not None
+    assert resolve_timestamps(per, [a0, a1], mins, maxs, search, ending=False) == {a0: 3, a1: 0}
+    assert resolve_timestamps(per, [a0, a1], mins, maxs, search, ending=True) == {a0: 3, a1: 2}
+    with pytest.raises(InvalidArgumentError, match="names queues that do not exist: T a:9"):
+        resolve_timestamps(TimestampSpec(per_queue={"T": {mq("a", 9): 1}}), [a0], mins, maxs, search, ending=False)
+
+
+def test_parse_timestamp_spec() -> None:
+    assert parse_timestamp_spec(None, None) is None
+    assert parse_timestamp_spec(" 1700000000000 ", '{"T": {"a:0": 1}}') == TimestampSpec(all_ms=1700000000000)
+    assert parse_timestamp_spec(None, '{"T": {"a:0": 7}}') == TimestampSpec(per_queue={"T": {mq("a", 0): 7}})
+    for bad_all, bad_json in (("soon", None), ("-5", None), (None, '{"T": {"a:0": -1}}'), (None, "[1]")):
+        with pytest.raises(InvalidArgumentError):
+            parse_timestamp_spec(bad_all, bad_json)

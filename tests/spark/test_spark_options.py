@@ -66,6 +66,11 @@ def test_parses_values_case_insensitively() -> None:
         ({"endingoffsets": "earliest"}, False, "endingOffsets"),
         ({"maxoffsetspertriger": "5"}, True, "unknown option"),
         ({"clientfactory": "nocolon"}, True, "module:callable"),
+        ({"startingtimestamp": "yesterday"}, True, "option startingTimestamp: 'yesterday' is not a timestamp"),
+        ({"startingoffsetsbytimestamp": '{"B": {"broker-a:0": 1}}'}, True, "not in option topic"),
+        ({"startingoffsetsbytimestampstrategy": "earliest"}, True, "must be 'error' or 'latest'"),
+        ({"endingtimestamp": "5"}, True, "batch reads only"),
+        ({"endingoffsetsbytimestamp": '{"A": {"broker-a:0": -3}}'}, False, "option endingOffsetsByTimestamp"),
     ],
 )
 def test_rejects_with_a_fix(extra: dict[str, str], streaming: bool, match: str) -> None:
@@ -86,3 +91,26 @@ def test_auto_discovery_module_exposes_default_source() -> None:
 
     assert issubclass(pyspark_rocketmq.DefaultSource, DataSource)
     assert pyspark_rocketmq.DefaultSource.name() == "rocketmq"
+
+
+def test_timestamp_options_win_over_offsets_as_in_kafka() -> None:
+    o = parse_source_options(
+        {
+            **BASE,
+            "startingoffsets": "latest",
+            "startingtimestamp": "1700000000000",
+            "startingoffsetsbytimestamp": '{"A": {"broker-a:0": 5}}',
+            "startingoffsetsbytimestampstrategy": "LATEST",
+            "endingoffsetsbytimestamp": '{"A": {"broker-a:0": 9}}',
+        },
+        streaming=False,
+    )
+    assert o.starting_timestamps is not None and o.starting_timestamps.all_ms == 1700000000000
+    assert o.starting_timestamp_strategy == "latest"
+    assert o.ending_timestamps is not None and o.ending_timestamps.per_queue is not None
+    plain = parse_source_options(BASE, streaming=True)
+    assert (plain.starting_timestamps, plain.ending_timestamps, plain.starting_timestamp_strategy) == (
+        None,
+        None,
+        "error",
+    )

@@ -27,7 +27,7 @@ Imports: stdlib, :mod:`rocketpipe.errors`, :mod:`rocketpipe.protocol.message`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -226,6 +226,99 @@ def _unknown_queues_message(option: str, unknown: set[MessageQueue], queues: lis
         for t in topics
     )
     return f"{option} names queues that do not exist: {named} ({known})"
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampSpec:
+    """A parsed ``startingTimestamp`` / ``startingOffsetsByTimestamp`` (or ``ending…``) value.
+
+    Attributes:
+        all_ms: one timestamp (epoch ms) for every queue (``…Timestamp``), else None.
+        per_queue: ``{topic: {MessageQueue: epoch ms}}`` (``…OffsetsByTimestamp``), else None.
+    """
+
+    all_ms: int | None = None
+    per_queue: dict[str, dict[MessageQueue, int]] | None = None
+
+
+def parse_timestamp_spec(all_raw: str | None, json_raw: str | None) -> TimestampSpec | None:
+    """Parse ``…Timestamp`` (wins, as in Kafka's source) or ``…OffsetsByTimestamp``; None when neither.
+
+    Args:
+        all_raw: epoch milliseconds for every queue.
+        json_raw: ``{"topic": {"brokerName:queueId": epoch ms}}``.
+
+    Raises:
+        InvalidArgumentError: not a non-negative integer / not such a JSON object.
+    """
+    if all_raw is not None:
+        try:
+            ms = int(all_raw.strip())
+        except ValueError:
+            raise InvalidArgumentError(f"{all_raw!r} is not a timestamp in epoch milliseconds") from None
+        if ms < 0:
+            raise InvalidArgumentError(f"timestamp {ms} is negative")
+        return TimestampSpec(all_ms=ms)
+    if json_raw is None:
+        return None
+    try:
+        data = json.loads(json_raw)
+    except json.JSONDecodeError as exc:
+        raise InvalidArgumentError(f"invalid timestamps JSON ({exc.msg} at char {exc.pos})") from None
+    parsed = offsets_from_json(data)  # non-negative integers per "brokerName:queueId"
+    per_queue: dict[str, dict[MessageQueue, int]] = {t: {} for t in data}
+    for mq, ms in parsed.items():
+        per_queue[mq.topic][mq] = ms
+    return TimestampSpec(per_queue=per_queue)
+
+
+def resolve_timestamps(
+    spec: TimestampSpec,
+    queues: Iterable[MessageQueue],
+    min_offsets: Mapping[MessageQueue, int],
+    max_offsets: Mapping[MessageQueue, int],
+    search: Callable[[MessageQueue, int], int],
+    *,
+    ending: bool,
+    no_match: Literal["error", "latest"] = "error",
+    option: str = "startingOffsetsByTimestamp",
+) -> Offsets:
+    """Offsets of the first message stored at or after each queue's timestamp (Kafka's
+    ``offsetsForTimes``, here the broker's SEARCH_OFFSET_BY_TIMESTAMP through ``search``).
+
+    A queue with no message at or after its timestamp (the search lands on the max offset) is,
+    for a start, an error (``no_match="error"``, Kafka's ``startingOffsetsByTimestampStrategy``
+    default) or its max offset (``"latest"``); for an end it is its max offset (everything
+    before the timestamp is read). Queues left out of a JSON spec start at their min offset /
+    end at their max offset; queues it names that the source does not read are an error.
+
+    Args:
+        search: ``(queue, epoch ms) -> offset``.
+        ending: resolve an end (exclusive) rather than a start.
+
+    Raises:
+        InvalidArgumentError: an unknown queue, or a start with no matching message under
+            ``no_match="error"``.
+    """
+    queues = list(queues)
+    named = {mq for qs in (spec.per_queue or {}).values() for mq in qs}
+    unknown = named - set(queues)
+    if unknown:
+        raise InvalidArgumentError(_unknown_queues_message(option, unknown, queues))
+    out: Offsets = {}
+    for mq in queues:
+        ms = spec.all_ms if spec.all_ms is not None else (spec.per_queue or {}).get(mq.topic, {}).get(mq)
+        if ms is None:
+            out[mq] = max_offsets[mq] if ending else min_offsets[mq]
+            continue
+        found = max(min_offsets[mq], min(int(search(mq, ms)), max_offsets[mq]))
+        if found >= max_offsets[mq] and not ending and no_match == "error":
+            raise InvalidArgumentError(
+                f"{option}: {mq.topic} {queue_key(mq)} has no message stored at or after {ms} ms (its max offset is "
+                f"{max_offsets[mq]}); set startingOffsetsByTimestampStrategy=latest to start such queues at the end"
+            )
+        out[mq] = found
+    return out
 
 
 def json_queues(spec: OffsetSpec) -> set[MessageQueue]:

@@ -43,10 +43,10 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
 from ..errors import InvalidArgumentError
-from .offsets import OffsetSpec, parse_offset_spec
+from .offsets import OffsetSpec, TimestampSpec, parse_offset_spec, parse_timestamp_spec
 
 #: Options this source knows (lower-cased, as Spark stores them).
 KNOWN_OPTIONS: Final = frozenset(
@@ -55,6 +55,11 @@ KNOWN_OPTIONS: Final = frozenset(
         "topic",
         "startingoffsets",
         "endingoffsets",
+        "startingtimestamp",
+        "startingoffsetsbytimestamp",
+        "startingoffsetsbytimestampstrategy",
+        "endingtimestamp",
+        "endingoffsetsbytimestamp",
         "maxoffsetspertrigger",
         "failondataloss",
         "pullbatchsize",
@@ -69,7 +74,9 @@ KNOWN_OPTIONS: Final = frozenset(
 #: The end of the message naming unknown source options.
 _SOURCE_UNKNOWN_HINT: Final = (
     "for format('rocketmq'); known options are nameServer, topic, startingOffsets, endingOffsets, "
-    "maxOffsetsPerTrigger, failOnDataLoss, pullBatchSize, pullTimeoutMs, pullConcurrency, numPartitions"
+    "startingTimestamp, startingOffsetsByTimestamp, startingOffsetsByTimestampStrategy, endingTimestamp, "
+    "endingOffsetsByTimestamp, maxOffsetsPerTrigger, failOnDataLoss, pullBatchSize, pullTimeoutMs, "
+    "pullConcurrency, numPartitions"
 )
 
 DEFAULT_PULL_BATCH_SIZE: Final = 1024
@@ -100,6 +107,12 @@ class SourceOptions:
         client_factory: ``module:callable`` building the admin client, or ``None`` for SyncAdmin.
         columns: the source columns a user ``.schema(...)`` selected, in its order, or ``None``
             for all of them (set by the data source, not an option).
+        starting_timestamps: ``startingTimestamp`` / ``startingOffsetsByTimestamp`` (epoch ms;
+            they win over ``startingOffsets``, as in Kafka's source), or ``None``.
+        ending_timestamps: ``endingTimestamp`` / ``endingOffsetsByTimestamp`` (batch reads; win
+            over ``endingOffsets``), or ``None``.
+        starting_timestamp_strategy: ``startingOffsetsByTimestampStrategy``: ``"error"``
+            (default) or ``"latest"`` for a queue with no message at or after its timestamp.
     """
 
     name_server: str
@@ -114,6 +127,9 @@ class SourceOptions:
     num_partitions: int
     client_factory: str | None
     columns: tuple[str, ...] | None = None
+    starting_timestamps: TimestampSpec | None = None
+    ending_timestamps: TimestampSpec | None = None
+    starting_timestamp_strategy: Literal["error", "latest"] = "error"
 
 
 def _get(options: Mapping[str, str], name: str) -> str | None:
@@ -216,7 +232,19 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
             ending = parse_offset_spec(ending_raw, allow_earliest=False)
         except InvalidArgumentError as exc:
             raise SourceOptionError(f"option endingOffsets: {exc}") from None
-    for spec, name in ((starting, "startingOffsets"), (ending, "endingOffsets")):
+    starting_ts = _timestamps(lowered, "starting")
+    ending_ts = _timestamps(lowered, "ending")
+    if ending_ts is not None and streaming:
+        raise SourceOptionError("options endingTimestamp / endingOffsetsByTimestamp are for batch reads only")
+    strategy = (_get(lowered, "startingOffsetsByTimestampStrategy") or "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise SourceOptionError(f"option startingOffsetsByTimestampStrategy={strategy!r} must be 'error' or 'latest'")
+    for spec, name in (
+        (starting, "startingOffsets"),
+        (ending, "endingOffsets"),
+        (starting_ts, "startingOffsetsByTimestamp"),
+        (ending_ts, "endingOffsetsByTimestamp"),
+    ):
         if spec is not None and spec.per_queue is not None:
             extra = sorted(set(spec.per_queue) - set(topics))
             if extra:
@@ -246,7 +274,20 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         pull_concurrency=pull_concurrency,
         num_partitions=num_partitions,
         client_factory=client_factory,
+        starting_timestamps=starting_ts,
+        ending_timestamps=ending_ts,
+        starting_timestamp_strategy="latest" if strategy == "latest" else "error",
     )
+
+
+def _timestamps(lowered: Mapping[str, str], which: str) -> TimestampSpec | None:
+    """``<which>Timestamp`` or ``<which>OffsetsByTimestamp`` (``which``: starting / ending), parsed."""
+    single, per_queue = f"{which}Timestamp", f"{which}OffsetsByTimestamp"
+    try:
+        return parse_timestamp_spec(_get(lowered, single), _get(lowered, per_queue))
+    except InvalidArgumentError as exc:
+        name = single if _get(lowered, single) is not None else per_queue
+        raise SourceOptionError(f"option {name}: {exc}") from None
 
 
 def describe(options: SourceOptions) -> str:

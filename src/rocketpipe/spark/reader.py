@@ -50,6 +50,7 @@ from .offsets import (
     offsets_to_json,
     plan_ranges,
     resolve_offsets,
+    resolve_timestamps,
     split_ranges,
 )
 from .options import SourceOptions
@@ -79,6 +80,7 @@ class AdminClient(Protocol):
     def topic_queues(self, topic: str) -> list[MessageQueue]: ...
     def max_offset(self, mq: MessageQueue) -> int: ...
     def min_offset(self, mq: MessageQueue) -> int: ...
+    def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int: ...
     def pull_raw(self, mq: MessageQueue, offset: int, max_nums: int, *, timeout: float = ...) -> Any: ...
     def close(self) -> None: ...
 
@@ -632,6 +634,23 @@ class _DriverClient:
         admin = self.admin()
         return {mq: int(admin.min_offset(mq)) for mq in queues}
 
+    def start_offsets(self, queues: list[MessageQueue], mins: Offsets, maxs: Offsets) -> Offsets:
+        """Where a new batch read or query starts: by timestamp when asked (it wins, as in
+        Kafka), else ``startingOffsets``, checked against the queues' bounds.
+
+        Raises:
+            DataLossError / InvalidArgumentError: as :func:`_check_start`; an unknown queue; a
+                queue with no message at or after its timestamp (strategy ``error``).
+        """
+        opts = self._options
+        if opts.starting_timestamps is not None:
+            return resolve_timestamps(
+                opts.starting_timestamps, queues, mins, maxs, self.admin().search_offset,
+                ending=False, no_match=opts.starting_timestamp_strategy,
+            )  # fmt: skip
+        start = resolve_offsets(opts.starting_offsets, queues, mins, maxs, default="earliest")
+        return _check_start(start, mins, maxs, json_queues(opts.starting_offsets), opts.fail_on_data_loss)
+
 
 def _check_start(
     start: Offsets,
@@ -685,14 +704,18 @@ class RocketMQBatchReader(DataSourceReader):
         try:
             queues = client.queues()
             mins, maxs = client.min_offsets(queues), client.max_offsets(queues)
+            start = client.start_offsets(queues, mins, maxs)
+            if opts.ending_timestamps is not None:
+                end = resolve_timestamps(
+                    opts.ending_timestamps, queues, mins, maxs, client.admin().search_offset,
+                    ending=True, option="endingOffsetsByTimestamp",
+                )  # fmt: skip
+            elif opts.ending_offsets is None:
+                end = dict(maxs)
+            else:
+                end = resolve_offsets(opts.ending_offsets, queues, mins, maxs, default="latest", option="endingOffsets")
         finally:
             client.close()
-        start = resolve_offsets(opts.starting_offsets, queues, mins, maxs, default="earliest")
-        start = _check_start(start, mins, maxs, json_queues(opts.starting_offsets), opts.fail_on_data_loss)
-        if opts.ending_offsets is None:
-            end = dict(maxs)
-        else:
-            end = resolve_offsets(opts.ending_offsets, queues, mins, maxs, default="latest", option="endingOffsets")
         for mq in queues:
             if end[mq] > maxs[mq]:
                 raise InvalidArgumentError(
@@ -755,10 +778,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         client = self._driver()
         queues = client.queues()
         mins, maxs = client.min_offsets(queues), client.max_offsets(queues)
-        spec = self._options.starting_offsets
-        start = resolve_offsets(spec, queues, mins, maxs, default="earliest")
-        start = _check_start(start, mins, maxs, json_queues(spec), self._options.fail_on_data_loss)
-        return offsets_to_json(start)
+        return offsets_to_json(client.start_offsets(queues, mins, maxs))
 
     def getDefaultReadLimit(self) -> ReadLimit:
         """``ReadMaxRows(maxOffsetsPerTrigger)``, or ``ReadAllAvailable`` without the option."""
