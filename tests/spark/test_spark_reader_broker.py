@@ -10,10 +10,11 @@ import pytest
 from spark_cluster import ThreadedCluster
 
 from rocketpipe.client import SyncAdmin, SyncProducer
-from rocketpipe.errors import RocketMQError
+from rocketpipe.errors import ConnectionClosedError, RocketMQError
 from rocketpipe.protocol.message import Message, MessageQueue
 from rocketpipe.spark.offsets import QueueRange
-from rocketpipe.spark.reader import ClientSpec, RocketMQInputPartition, read_partition
+from rocketpipe.spark.options import parse_source_options
+from rocketpipe.spark.reader import ClientSpec, RocketMQInputPartition, SourceError, _DriverClient, read_partition
 
 TOPIC = "PipelineTopic"
 PER_QUEUE = 150
@@ -101,3 +102,24 @@ def test_unreachable_name_server_fails_the_read() -> None:
     with pytest.raises(RocketMQError, match="broker-x"):
         list(read_partition(part))
     assert _pull_threads() == []
+
+
+def _driver(ns: str, topic: str) -> _DriverClient:
+    return _DriverClient(parse_source_options({"nameServer": ns, "topic": topic}, streaming=False))
+
+
+def test_driver_errors_say_what_is_wrong(ns: str) -> None:
+    client = _driver(ns, "NoSuchTopicHere")
+    with pytest.raises(SourceError, match="topic 'NoSuchTopicHere' does not exist: name server"):
+        client.queues()
+    client.close()
+    client = _driver("127.0.0.1:1", TOPIC)
+    with pytest.raises(SourceError, match=r"name server 127\.0\.0\.1:1 is unreachable"):
+        client.queues()
+    client.close()
+
+    def down(mq: MessageQueue) -> int:
+        raise ConnectionClosedError("connect to 127.0.0.1:1 failed")
+
+    with pytest.raises(SourceError, match=r"broker broker-gone \(queue 0 of .*\) is unreachable"):
+        _DriverClient._per_queue([MessageQueue(TOPIC, "broker-gone", 0)], down)

@@ -29,7 +29,7 @@ import logging
 import struct
 import threading
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import pairwise
@@ -39,7 +39,14 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
-from ..errors import InvalidArgumentError, ProtocolError, RocketMQError
+from ..errors import (
+    InvalidArgumentError,
+    ProtocolError,
+    RocketMQError,
+    RouteNotFoundError,
+    TopicNotExistError,
+    TransportError,
+)
 from ..protocol.message import MessageQueue
 from .offsets import (
     Offsets,
@@ -616,23 +623,51 @@ class _DriverClient:
             SourceError: a topic cannot be resolved.
         """
         out: list[MessageQueue] = []
+        ns = self._options.name_server
         for topic in self._options.topics:
             try:
                 out.extend(self.admin().topic_queues(topic))
-            except RocketMQError as exc:
+            except (TopicNotExistError, RouteNotFoundError) as exc:
                 raise SourceError(
-                    f"cannot list the queues of topic {topic!r} via name server {self._options.name_server}: {exc}; "
-                    "check option topic and that the topic exists"
+                    f"topic {topic!r} does not exist: name server {ns} has no route for it ({exc}); "
+                    "create the topic or fix option topic"
                 ) from exc
+            except TransportError as exc:
+                raise SourceError(
+                    f"name server {ns} is unreachable ({exc}); check option nameServer and that it is running"
+                ) from exc
+            except RocketMQError as exc:
+                raise SourceError(f"cannot list the queues of topic {topic!r} via name server {ns}: {exc}") from exc
         return sorted(set(out))
 
     def max_offsets(self, queues: list[MessageQueue]) -> Offsets:
-        admin = self.admin()
-        return {mq: int(admin.max_offset(mq)) for mq in queues}
+        """Each queue's max offset.
+
+        Raises:
+            SourceError: a broker is unreachable or failed (names it).
+        """
+        return self._per_queue(queues, self.admin().max_offset)
 
     def min_offsets(self, queues: list[MessageQueue]) -> Offsets:
-        admin = self.admin()
-        return {mq: int(admin.min_offset(mq)) for mq in queues}
+        """Each queue's min offset. Raises as :meth:`max_offsets`."""
+        return self._per_queue(queues, self.admin().min_offset)
+
+    @staticmethod
+    def _per_queue(queues: list[MessageQueue], ask: Callable[[MessageQueue], int]) -> Offsets:
+        out: Offsets = {}
+        for mq in queues:
+            try:
+                out[mq] = int(ask(mq))
+            except TransportError as exc:
+                raise SourceError(
+                    f"broker {mq.broker_name} (queue {mq.queue_id} of {mq.topic}) is unreachable ({exc}); "
+                    "check that the broker is running and reachable from the Spark driver"
+                ) from exc
+            except RocketMQError as exc:
+                raise SourceError(
+                    f"broker {mq.broker_name} failed for queue {mq.queue_id} of {mq.topic}: {exc}"
+                ) from exc
+        return out
 
     def start_offsets(self, queues: list[MessageQueue], mins: Offsets, maxs: Offsets) -> Offsets:
         """Where a new batch read or query starts: by timestamp when asked (it wins, as in
