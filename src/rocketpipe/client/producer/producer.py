@@ -685,6 +685,7 @@ class Producer:
         refresh = False
         selector = self._selector(topic)
         faults = self.mq_fault_strategy
+        track = faults.send_latency_fault_enable  # off: no latency bookkeeping per send
         code = rpc.send_code(props, batch)
         for attempt in range(attempts):
             remaining = deadline - loop.time()
@@ -705,13 +706,14 @@ class Producer:
                 )
                 ext = self._ext_fields(topic, mq.queue_id, sys_flag, flag, props, batch)
                 began = loop.time()
-                result = await self._send_ext(addr, mq, code, ext, body, msg_id, deadline - loop.time(), props)
-                faults.update_fault_item(mq.broker_name, _ms_since(loop, began), isolation=False, reachable=True)
+                result = await self._send_ext(addr, mq, code, ext, body, msg_id, deadline - began, props)
+                if track:
+                    faults.update_fault_item(mq.broker_name, _ms_since(loop, began), isolation=False, reachable=True)
             except InvalidArgumentError:
                 raise
             except BrokerError as exc:
                 last_exc = exc
-                if began is not None:  # MQBrokerException: isolated and marked unreachable
+                if track and began is not None:  # MQBrokerException: isolated and marked unreachable
                     faults.update_fault_item(last_broker or "", _ms_since(loop, began), isolation=True, reachable=False)
                 if exc.response_code not in RETRY_RESPONSE_CODES:
                     raise
@@ -727,7 +729,7 @@ class Producer:
                 continue
             except RocketMQError as exc:
                 last_exc = exc
-                if began is not None:  # RemotingException without the reachability detector: isolated
+                if track and began is not None:  # RemotingException without the reachability detector: isolated
                     faults.update_fault_item(last_broker or "", _ms_since(loop, began), isolation=True, reachable=True)
                 refresh = exc.refresh_route
                 if attempt + 1 < attempts:

@@ -11,9 +11,9 @@ Mirrors the hooks of Java 5.3.3 ``org.apache.rocketmq.client.trace.hook``:
   listener, SubAfter after it; and for the lite pull consumer (``DefaultLitePullConsumerImpl.poll``)
   both at once for every polled batch, successful, cost 0.
 
-Difference from Java: a consumed message without ``MSG_REGION`` (brokers that do not store it:
-Apache 4.9 and rocketpipe's) is traced with region ``DefaultRegion``; Java 5.3.3 leaves the
-region null, and its dispatcher then drops the records.
+Difference from Java: a consumed message without ``MSG_REGION`` (from a broker that does not
+store it: Apache 4.9; 5.x brokers, rocketpipe's included, do) is traced with region
+``DefaultRegion``; Java 5.3.3 leaves the region null, and its dispatcher then drops the records.
 
 Hooks never raise into the user's path: the push consumer's hook runner logs hook errors, and
 the producer calls :class:`SendTracer` after the send's outcome is known. Timestamps come from
