@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from interop_support import JavaClient, read_topic
+from interop_support import JavaClient, create_topic, read_topic
 
 from rocketpipe import (
     Admin,
@@ -365,10 +365,17 @@ async def test_java_push_consumer_sees_what_apache_delivers(
 
 async def _stored_java_messages(java_client: JavaClient, namesrv_addr: str) -> dict[str, dict[str, Any]]:
     topic, n = unique("JavaStored"), 2
-    res = await java_client.run("ProducerScenario", namesrv_addr, topic, unique("jpg"), str(n))
-    assert res["ok"], res.get("error")
     async with Admin(namesrv_addr) as admin:
-        await wait_until(lambda: _count(admin, topic, 4 * n + 2), timeout=30, what="every Java message stored")
+        # created up front: the comparison is about stored messages, not about auto-creation's route
+        await create_topic(admin, topic, 4)
+        res = await java_client.run("ProducerScenario", namesrv_addr, topic, unique("jpg"), str(n))
+        assert res["ok"], res.get("error")
+        assert res["asyncCompleted"] and not res["asyncErrors"], res["asyncErrors"]
+        sent = res["sync"] + res["async"] + [res["batch"], res["delay"], res["big"]]
+        assert [r["status"] for r in sent] == ["SEND_OK"] * len(sent), sent
+        await wait_until(
+            lambda: _count(admin, topic, 4 * n + 2), timeout=30, what=f"every Java message stored ({len(sent)} acked)"
+        )
         stored = await read_topic(admin, topic)
     out: dict[str, dict[str, Any]] = {}
     for m in stored:
