@@ -138,6 +138,9 @@ class GetResult:
         buffers: the raw records (views into the mapped commit log; concatenate for a pull body).
         message_count: number of records in ``buffers``.
         buffer_total_size: sum of their sizes, bytes.
+        runs: when not None, the same records as fewer, larger views: one per run of records
+            lying back to back in the commit log (their concatenation is the pull body). Set
+            by the store's loop-free path; ``buffers`` may then be empty (``per_message=False``).
     """
 
     status: GetStatus
@@ -147,6 +150,7 @@ class GetResult:
     buffers: list[memoryview | bytes] = field(default_factory=list)
     message_count: int = 0
     buffer_total_size: int = 0
+    runs: list[memoryview] | None = None
 
 
 @dataclass(slots=True)

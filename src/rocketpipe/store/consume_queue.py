@@ -220,14 +220,23 @@ class ConsumeQueue:
             An iterator of (commit-log offset, size, tags code), or None when no file holds
             ``offset`` (the caller reports OFFSET_FOUND_NULL).
         """
+        view = self.entries_view(offset, end_offset)
+        return None if view is None else _ENTRY.iter_unpack(view)
+
+    def entries_view(self, offset: int, end_offset: int) -> memoryview | None:
+        """The raw entries from ``offset`` to ``end_offset`` or the end of offset's file.
+
+        Returns:
+            A view of whole 20-byte entries (big-endian commit-log offset i64, size i32, tags
+            code i64; possibly empty) into the mapped file, or None when no file holds
+            ``offset``.
+        """
         pos = offset * CQ_STORE_UNIT_SIZE
         seg = self.files.find(pos)
         if seg is None:
             return None
-        end = min(end_offset * CQ_STORE_UNIT_SIZE, seg.end, self.write_pos)
-        if end <= pos:
-            return iter(())
-        return _ENTRY.iter_unpack(seg.view[pos - seg.start : end - seg.start])
+        end = max(pos, min(end_offset * CQ_STORE_UNIT_SIZE, seg.end, self.write_pos))
+        return seg.view[pos - seg.start : end - seg.start]
 
     # ------------------------------------------------------------------ recovery
 

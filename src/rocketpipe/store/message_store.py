@@ -15,11 +15,17 @@ with reads running in other threads.
 from __future__ import annotations
 
 import errno
+import functools
+import itertools
 import logging
+import operator
 import os
+import struct
 import threading
 import time
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
+from itertools import accumulate, compress
 from types import TracebackType
 from typing import Final
 
@@ -55,6 +61,14 @@ log = logging.getLogger(__name__)
 MAX_PULL_MSG_SIZE: Final = 128 * 1024 * 1024
 _NO_DISPATCH: Final = (sf.TRANSACTION_PREPARED_TYPE, sf.TRANSACTION_ROLLBACK_TYPE)
 _PAGE: Final = 4096
+#: One consume-queue entry: commit-log offset, size, tags code (``ConsumeQueue.CQ_STORE_UNIT_SIZE``).
+_CQ_ENTRY: Final = struct.Struct(">qiq")
+
+
+@functools.lru_cache(maxsize=64)
+def _cq_entries_struct(n: int) -> struct.Struct:
+    """A struct unpacking ``n`` consume-queue entries at once (commit-log offset, size, tags code, ...)."""
+    return struct.Struct(">" + "qiq" * n)
 
 
 class MessageStore:
@@ -859,6 +873,8 @@ class MessageStore:
         max_msg_nums: int,
         max_total_bytes: int = MAX_PULL_MSG_SIZE,
         tag_filter: Callable[[int], bool] | None = None,
+        *,
+        per_message: bool = True,
     ) -> GetResult:
         """Read raw records of one queue from ``offset`` (``DefaultMessageStore.getMessage``).
 
@@ -880,10 +896,12 @@ class MessageStore:
             max_msg_nums: most messages to return.
             max_total_bytes: byte cap of the records returned.
             tag_filter: predicate on the consume-queue tags code; False skips the entry.
+            per_message: False when the caller needs only the records' concatenation (a pull
+                body): ``buffers`` may then be empty, with ``runs`` set.
 
         Returns:
-            The result; ``buffers`` are views into the mapped commit log (valid until the store
-            closes).
+            The result; ``buffers`` (and ``runs``) are views into the mapped commit log (valid
+            until the store closes).
 
         Raises:
             ClientClosedError: the store is closed.
@@ -897,11 +915,70 @@ class MessageStore:
         refused = _offset_refusal(offset, min_off, max_off)
         if refused is not None:
             return refused
-        entries = cq.entries_in_file(offset, max_off)
-        if entries is None:
+        view = cq.entries_view(offset, max_off)
+        if view is None:
             return GetResult(GetStatus.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_off, max_off)
-        status, next_begin, buffers, total = self._scan(entries, offset, max_msg_nums, max_total_bytes, tag_filter)
+        if tag_filter is None:
+            found = self._scan_plain(view, max_msg_nums, max_total_bytes, per_message)
+            if found is not None:
+                buffers, n, total, runs = found
+                return GetResult(GetStatus.FOUND, offset + n, min_off, max_off, buffers, n, total, runs)
+        status, next_begin, buffers, total = self._scan(
+            _CQ_ENTRY.iter_unpack(view), offset, max_msg_nums, max_total_bytes, tag_filter
+        )
         return GetResult(status, next_begin, min_off, max_off, buffers, len(buffers), total)
+
+    def _caps(self, max_msg_nums: int, max_total_bytes: int) -> tuple[int, int, int]:
+        """``(max entries scanned, max bytes, max messages)`` of one :meth:`get_message` call."""
+        cfg = self.config
+        max_scan = max(cfg.max_filter_message_size, max_msg_nums * CQ_STORE_UNIT_SIZE) // CQ_STORE_UNIT_SIZE
+        max_bytes = min(max(max_total_bytes, 100), MAX_PULL_MSG_SIZE, cfg.max_transfer_bytes_on_message_in_memory)
+        max_count = min(max_msg_nums, cfg.max_transfer_count_on_message_in_memory)
+        return max_scan, max_bytes, max_count
+
+    def _scan_plain(
+        self, view: memoryview, max_msg_nums: int, max_total_bytes: int, per_message: bool
+    ) -> tuple[list[memoryview | bytes], int, int, list[memoryview]] | None:
+        """The common case of :meth:`_scan` without a per-entry Python loop, or None for the loop.
+
+        Applies when nothing needs looking at one entry at a time: no tag filter (checked by the
+        caller), no blank entry in the window, every record written by this process (none to
+        verify) and all of them in one commit-log segment. The window's entries are unpacked by
+        one ``struct`` call; the caps are found on the running byte sum, the runs of records
+        lying back to back in the commit log by comparing each record's end with the next one's
+        start (C-level ``map``/``compress``).
+
+        Returns:
+            ``(buffers, count, total bytes, runs)``: ``buffers`` as :meth:`_scan`'s (empty unless
+            ``per_message``), ``runs`` views of the same records, one per back-to-back run.
+        """
+        max_scan, max_bytes, max_count = self._caps(max_msg_nums, max_total_bytes)
+        n = min(len(view) // CQ_STORE_UNIT_SIZE, max_scan, max_count)
+        if n == 0:
+            return None
+        fields = _cq_entries_struct(n).unpack_from(view)
+        phys, sizes = fields[0::3], fields[1::3]
+        if BLANK_ENTRY_SIZE in sizes or min(sizes) <= 0:
+            return None
+        sums = list(accumulate(sizes))
+        n = min(n, max(1, bisect_right(sums, max_bytes)))
+        if n < len(phys):
+            phys, sizes = phys[:n], sizes[:n]
+        first, last_end, total = phys[0], phys[-1] + sizes[-1], sums[n - 1]
+        log_ = self.commit_log
+        seg = log_.files.find(first)
+        if seg is None or first < log_.disk_loaded_end or last_end > min(seg.end, log_.write_offset):
+            return None
+        ends = list(map(operator.add, phys, sizes))
+        if not all(map(operator.le, ends, phys[1:])):
+            return None  # not in commit-log order: only the loop looks at such entries
+        base, seg_view = seg.start, seg.view
+        cuts = [0, *compress(range(1, n), map(operator.ne, ends, phys[1:])), n]
+        runs = [seg_view[phys[a] - base : ends[b - 1] - base] for a, b in itertools.pairwise(cuts)]
+        buffers: list[memoryview | bytes] = (
+            [seg_view[p - base : e - base] for p, e in zip(phys, ends, strict=True)] if per_message else []
+        )
+        return buffers, n, total, runs
 
     def _scan(
         self,
@@ -926,10 +1003,7 @@ class MessageStore:
             ``(status, next_begin_offset, buffers, total bytes)``; status is FOUND,
             NO_MATCHED_MESSAGE or MESSAGE_WAS_REMOVING.
         """
-        cfg = self.config
-        max_scan = max(cfg.max_filter_message_size, max_msg_nums * CQ_STORE_UNIT_SIZE) // CQ_STORE_UNIT_SIZE
-        max_bytes = min(max(max_total_bytes, 100), MAX_PULL_MSG_SIZE, cfg.max_transfer_bytes_on_message_in_memory)
-        max_count = min(max_msg_nums, cfg.max_transfer_count_on_message_in_memory)
+        max_scan, max_bytes, max_count = self._caps(max_msg_nums, max_total_bytes)
         read = self.commit_log.read
         verify_below = self.commit_log.disk_loaded_end
         status = GetStatus.NO_MATCHED_MESSAGE

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from rocketpipe.protocol.message import decode_record, properties_to_string
-from rocketpipe.store import GetStatus, MessageStore
+from rocketpipe.store import GetResult, GetStatus, MessageStore
 
 QUEUES = (0, 1, 2)
 
@@ -25,6 +25,28 @@ op = st.one_of(
 
 def _body(n: int, seq: int) -> bytes:
     return (seq.to_bytes(4, "big") * (n // 4 + 1))[: max(n, 4)]
+
+
+def _same_as_the_entry_loop(store: MessageStore, q: int, off: int, n: int, g: GetResult) -> None:
+    """A get without a tag filter (whose common case skips the per-entry loop) returns what the
+    per-entry loop returns, for a plain cap and for a byte cap; its ``runs``, when given, hold the
+    records' concatenation, also with ``per_message=False``."""
+    for cap in (None, 2500):
+        kw = {} if cap is None else {"max_total_bytes": cap}
+        fast = g if cap is None else store.get_message("TopicA", q, off, n, **kw)
+        loop = store.get_message("TopicA", q, off, n, tag_filter=lambda _code: True, **kw)
+        assert (fast.status, fast.next_begin_offset, fast.message_count, fast.buffer_total_size) == (
+            loop.status,
+            loop.next_begin_offset,
+            loop.message_count,
+            loop.buffer_total_size,
+        )
+        assert [bytes(b) for b in fast.buffers] == [bytes(b) for b in loop.buffers]
+        if fast.runs is not None:
+            assert b"".join(fast.runs) == b"".join(fast.buffers)
+            lean = store.get_message("TopicA", q, off, n, per_message=False, **kw)
+            assert lean.buffers == [] and lean.runs is not None and b"".join(lean.runs) == b"".join(fast.buffers)
+            assert (lean.next_begin_offset, lean.message_count) == (fast.next_begin_offset, fast.message_count)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -56,6 +78,7 @@ def test_store_matches_model(ops: list[tuple]) -> None:
                 elif kind == "get":
                     _, q, off, n = o
                     g = store.get_message("TopicA", q, off, n)
+                    _same_as_the_entry_loop(store, q, off, n, g)
                     size = len(model[q])
                     if size == 0:
                         assert g.status in (GetStatus.NO_MATCHED_LOGIC_QUEUE, GetStatus.NO_MESSAGE_IN_QUEUE)

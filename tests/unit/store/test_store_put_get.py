@@ -15,6 +15,7 @@ from rocketpipe.protocol.message import (
     QUEUE_OFFSET_POS,
     create_offset_msg_id,
     decode_offset_msg_id,
+    decode_records,
     tag_code,
 )
 from rocketpipe.store import GetStatus, MessageInner, MessageStore, PutStatus, StoreConfig
@@ -395,3 +396,24 @@ def test_prefault_ahead_round_trip(tmp_path: Path) -> None:
         msgs = read_queue(s, "TopicA", 0)
         assert [m.body[0] for m in msgs] == list(range(70))
         assert results[-1].wrote_offset > SMALL_CL  # crossed a segment with prefaulting on
+
+
+def test_get_gives_runs_of_back_to_back_records(store: MessageStore) -> None:
+    """Besides one view per record, a get without a tag filter gives ``runs``: one view per run of
+    records lying back to back in the commit log (the pull body is their concatenation);
+    ``per_message=False`` leaves out the per-record views; a tag filter takes the per-entry loop,
+    which gives no runs."""
+    store.put_messages([inner(queue_id=0, body=bytes([i]) * 50) for i in range(4)])
+    g = store.get_message("TopicA", 0, 0, 32)
+    assert g.status is GetStatus.FOUND and g.message_count == 4 and g.runs is not None
+    assert len(g.runs) == 1 and bytes(g.runs[0]) == b"".join(g.buffers)
+    assert len(g.runs[0]) == g.buffer_total_size
+    store.put_message(inner(queue_id=1, body=b"other"))
+    store.put_message(inner(queue_id=0, body=b"after"))
+    g = store.get_message("TopicA", 0, 0, 32, per_message=False)
+    assert g.message_count == 5 and g.buffers == [] and g.runs is not None and len(g.runs) == 2
+    joined = b"".join(g.runs)
+    assert len(joined) == g.buffer_total_size and g.next_begin_offset == 5
+    assert [m.body for m in decode_records(joined)] == [bytes([i]) * 50 for i in range(4)] + [b"after"]
+    g = store.get_message("TopicA", 0, 0, 3, tag_filter=lambda _code: True)
+    assert g.message_count == 3 and g.runs is None

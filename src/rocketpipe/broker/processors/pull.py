@@ -225,7 +225,9 @@ class PullProcessor:
         if codes is not None and not class_filter:
             wanted = codes
             tag_filter = lambda code: pm.int32(code) in wanted  # noqa: E731
-        return self.broker.store.get_message(topic, queue_id, offset, max_nums, tag_filter=tag_filter, **kwargs)
+        return self.broker.store.get_message(
+            topic, queue_id, offset, max_nums, tag_filter=tag_filter, per_message=False, **kwargs
+        )
 
     def _suspend(
         self,
@@ -278,7 +280,7 @@ class PullProcessor:
         body: bytes | memoryview = b""
         if code == ResponseCode.SUCCESS:
             self.broker.stats.on_get(topic, result.message_count)
-            bufs = result.buffers
+            bufs = result.buffers if result.runs is None else result.runs
             body = bufs[0] if len(bufs) == 1 else b"".join(bufs)
         return cmd.response(int(code), status, rh.to_ext_fields(), body)
 
