@@ -9,10 +9,15 @@ Differences, kept on purpose: the ``...WithoutSystemTopic`` counters skip the to
 broker's put (scheduled deliveries excepted: Java counts in the send processor), and the
 ``*Morning`` snapshots stay 0 (Java takes them daily from the next midnight on, so a fresh
 Java broker reports 0 as well).
+
+It also keeps the raw material of the Prometheus metrics (:mod:`.metrics`): per-topic put rows
+and per (topic, group) get rows, one dict lookup and a few integer additions per put or pull
+batch (never per message). The collector reads them at scrape time.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
 from typing import Final
 
@@ -36,9 +41,24 @@ _SYSTEM_TOPICS: Final = frozenset(
 )
 
 
+#: ``rocketmq_message_size`` bucket upper bounds, bytes (``BrokerMetricsManager.registerMetricsView``:
+#: 1 KiB, 4 KiB, 512 KiB, 1 MiB, 2 MiB, 4 MiB; one more bucket, +Inf, above them)
+MESSAGE_SIZE_BUCKETS: Final = (1024, 4 * 1024, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
+#: index of the first bucket count in a put row (:attr:`BrokerStats.topic_puts`)
+PUT_ROW_BUCKETS: Final = 3
+
+
 def is_system_topic(topic: str) -> bool:
     """``TopicValidator.isSystemTopic`` (set or ``rmq_sys_`` prefix), plus retry and DLQ topics."""
     return topic in _SYSTEM_TOPICS or topic.startswith(("rmq_sys_", "%RETRY%", "%DLQ%"))
+
+
+def is_validator_system_topic(topic: str) -> bool:
+    """``TopicValidator.isSystemTopic`` exactly: the system topic set or the ``rmq_sys_`` prefix.
+
+    Retry and DLQ topics are not system topics here (the metrics' ``is_system`` label).
+    """
+    return topic in _SYSTEM_TOPICS or topic.startswith("rmq_sys_")
 
 
 class BrokerStats:
@@ -53,6 +73,13 @@ class BrokerStats:
         put_nums: messages stored into non-system topics (``msgPutTotalTodayNow``).
         get_nums: messages handed to pull/pop consumers from non-system topics (``msgGetTotalTodayNow``).
         get_transferred: messages handed to pull/pop consumers (``getMessageTransferredMsgCount``).
+        topic_puts: ``(topic, counted) -> row`` of stored messages, every topic: ``row[0]``
+            messages, ``row[1]`` bytes (commit-log record sizes), ``row[2]`` the sum of the
+            per-put average record sizes, ``row[3:]`` how many puts had their average record
+            size in each :data:`MESSAGE_SIZE_BUCKETS` bucket (the last one: above 4 MiB). One
+            put adds one observation, as Java's ``messageSize.record(wroteBytes / msgNum)``.
+        topic_gets: ``(topic, consumer group) -> [messages, bytes]`` handed to consumers; the
+            group is "" and the bytes -1 when the caller did not give them.
     """
 
     def __init__(self, boot_ms: int) -> None:
@@ -62,6 +89,8 @@ class BrokerStats:
         self.put_nums = 0
         self.get_nums = 0
         self.get_transferred = 0
+        self.topic_puts: dict[tuple[str, bool], list[int]] = {}
+        self.topic_gets: dict[tuple[str, str], list[int]] = {}
         self._puts: deque[tuple[int, int]] = deque(maxlen=MAX_SAMPLES + 1)
         self._gets: deque[tuple[int, int]] = deque(maxlen=MAX_SAMPLES + 1)
 
@@ -75,12 +104,27 @@ class BrokerStats:
         self.put_size_total += size
         if counted and not is_system_topic(topic):
             self.put_nums += msgs
+        row = self.topic_puts.get((topic, counted))
+        if row is None:
+            row = self.topic_puts[(topic, counted)] = [0] * (PUT_ROW_BUCKETS + len(MESSAGE_SIZE_BUCKETS) + 1)
+        row[0] += msgs
+        row[1] += size
+        if msgs > 0:
+            avg = size // msgs
+            row[2] += avg
+            row[PUT_ROW_BUCKETS + bisect_left(MESSAGE_SIZE_BUCKETS, avg)] += 1
 
-    def on_get(self, topic: str, msgs: int) -> None:
-        """Count ``msgs`` messages handed to a consumer from ``topic``."""
+    def on_get(self, topic: str, msgs: int, *, group: str = "", size: int = -1) -> None:
+        """Count ``msgs`` messages (``size`` bytes, -1 = not given) handed to ``group`` from ``topic``."""
         self.get_transferred += msgs
         if not is_system_topic(topic):
             self.get_nums += msgs
+        row = self.topic_gets.get((topic, group))
+        if row is None:
+            row = self.topic_gets[(topic, group)] = [0, 0 if size >= 0 else -1]
+        row[0] += msgs
+        if size >= 0:
+            row[1] = max(row[1], 0) + size
 
     def sample(self, now_ms: int) -> None:
         """Take the once-a-second snapshot (``StoreStatsService.sampling``)."""
