@@ -41,6 +41,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from ..acl import PlainPermissionManager
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import RocketMQError
 from ..protocol import message as pm
@@ -195,6 +196,10 @@ class Broker:
         self.pop = install_pop(self)
         self.assignment = AssignmentProcessor(self)  # QUERY_ASSIGNMENT / SET_ / GET_ALL_MESSAGE_REQUEST_MODE
         self.assignment.register(self.router)
+        self.acl: PlainPermissionManager | None = None
+        if config.acl_enable:  # raises AclError when the file is missing or malformed
+            self.acl = PlainPermissionManager(config.acl_file or "")
+            self.router.guard = self.acl.guard
         self.server = RemotingServer(
             self.router, config.host, config.listen_port, limits=ServerLimits.from_config(config)
         )

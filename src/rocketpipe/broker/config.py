@@ -8,6 +8,7 @@ seconds where it waits on the event loop. Imports only the stdlib.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
@@ -119,6 +120,11 @@ class BrokerConfig:
         recover_metadata: start even when a ``config/*.json`` file and its ``.bak`` are both
             unreadable (their state starts empty, the bad files are kept aside); without it the
             broker refuses to start.
+        acl_enable: check every request against the ACL 1.0 rules of ``acl_file`` before its
+            processor runs (``aclEnable``); denials answer NO_PERMISSION (16). See
+            :class:`rocketpipe.acl.PlainPermissionManager`.
+        acl_file: the plain_acl.yml path; reloaded when it changes. Default (with
+            ``acl_enable``): ``$ROCKETMQ_HOME/conf/plain_acl.yml``, as Java.
 
     Raises:
         InvalidArgumentError: an invalid flush type, delay level string or negative period.
@@ -195,6 +201,9 @@ class BrokerConfig:
     reject_transaction_message: bool = False
     # --- metadata files ---
     recover_metadata: bool = False
+    # --- ACL 1.0 ---
+    acl_enable: bool = False
+    acl_file: str | None = None
 
     def __post_init__(self) -> None:
         if self.flush_disk_type not in ("ASYNC_FLUSH", "SYNC_FLUSH"):
@@ -218,6 +227,11 @@ class BrokerConfig:
         ):
             if getattr(self, name) <= 0:
                 raise InvalidArgumentError(f"{name} must be positive")
+        if self.acl_enable and not self.acl_file:
+            home = os.environ.get("ROCKETMQ_HOME")
+            if not home:
+                raise InvalidArgumentError("acl_enable needs acl_file (or $ROCKETMQ_HOME/conf/plain_acl.yml)")
+            object.__setattr__(self, "acl_file", str(Path(home) / "conf" / "plain_acl.yml"))
         if self.flush_commit_log_least_pages < 0:
             raise InvalidArgumentError("flush_commit_log_least_pages must be >= 0")
         from .schedule import parse_delay_levels  # local: schedule imports nothing from config

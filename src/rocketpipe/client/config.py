@@ -2,7 +2,8 @@
 
 A frozen dataclass with Java ``ClientConfig`` names in snake_case and Java defaults. Durations
 are seconds (floats); :mod:`rocketpipe.client.rpc` converts them to wire milliseconds.
-Imports only the standard library and :mod:`rocketpipe.errors`.
+Imports only the standard library, :mod:`rocketpipe.errors` and :mod:`rocketpipe.acl`
+(:class:`SessionCredentials`, re-exported here).
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ import time
 from dataclasses import dataclass, replace
 from typing import Final
 
+from ..acl.signer import SessionCredentials
 from ..errors import InvalidArgumentError
+
+__all__ = ["DEFAULT_INSTANCE_NAME", "ClientConfig", "SessionCredentials"]
 
 #: ClientConfig.instanceName default (``rocketmq.client.name``).
 DEFAULT_INSTANCE_NAME: Final = "DEFAULT"
@@ -44,6 +48,9 @@ class ClientConfig:
         connect_timeout: TCP connect timeout, seconds (``connectTimeoutMillis``, 3 000 ms).
         trace_msg_batch_num: trace contexts per trace-dispatcher batch of a client with
             ``enable_msg_trace`` (``traceMsgBatchNum``, 10; the dispatcher caps it at 20).
+        credentials: ACL 1.0 credentials; when set, every request this client sends is signed
+            (``AccessKey``, ``SecurityToken``, ``Signature`` ext fields), as Java's
+            ``AclClientRPCHook(new SessionCredentials(ak, sk))`` does. None: nothing is added.
     """
 
     namesrv_addr: str
@@ -57,6 +64,7 @@ class ClientConfig:
     request_timeout: float = 3.0
     connect_timeout: float = 3.0
     trace_msg_batch_num: int = 10
+    credentials: SessionCredentials | None = None
 
     def __post_init__(self) -> None:
         if not self.namesrv_addrs():

@@ -145,7 +145,12 @@ class ClientRuntime:
         if self._closed:
             raise ClientClosedError("client runtime is closed")
         if self._pool is None:
-            self._pool = ConnectionPool(router=self.router, connect_timeout=self.config.connect_timeout)
+            creds = self.config.credentials
+            self._pool = ConnectionPool(
+                router=self.router,
+                connect_timeout=self.config.connect_timeout,
+                request_hook=None if creds is None else creds.sign,
+            )
         return self._pool
 
     async def start(self) -> None:

@@ -142,6 +142,10 @@ class Connection:
         self._decoder = FrameDecoder()
         self._warnings = warnings
         self._pending_bytes = pending
+        #: called with every request this end sends (``request`` / ``oneway``) before it is
+        #: encoded: the client's ACL signing (Java's client ``RPCHook.doBeforeRequest``); set by
+        #: :class:`~.pool.ConnectionPool`. None costs one attribute test per request.
+        self.request_hook: Callable[[RemotingCommand], None] | None = None
         self.pending_frame_bytes = 0
         self.active = False
         self.quiet_since = self._loop.time()
@@ -301,6 +305,8 @@ class Connection:
         pending = self._pending
         while cmd.opaque in pending:
             cmd.opaque = next_opaque()
+        if self.request_hook is not None:
+            self.request_hook(cmd)
         parts = encode_frame_parts(cmd)
         opaque = cmd.opaque
         fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
@@ -371,6 +377,8 @@ class Connection:
         if self._closed:
             raise self._closed_error()
         cmd.flag = (cmd.flag & ~FLAG_RESPONSE) | FLAG_ONEWAY
+        if self.request_hook is not None:
+            self.request_hook(cmd)
         self._enqueue(encode_frame_parts(cmd))
         await self.wait_writable()
 

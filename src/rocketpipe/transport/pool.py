@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from ..errors import ClientClosedError, RequestTimeoutError
 from ..protocol.command import RemotingCommand
@@ -30,11 +31,20 @@ class ConnectionPool:
         router: handlers for requests that peers send on pooled connections (for example
             ``NOTIFY_CONSUMER_IDS_CHANGED`` from a broker).
         connect_timeout: seconds allowed for one TCP connect.
+        request_hook: called with every request sent on the pool's connections before it is
+            encoded (the client's ACL signing, Java's ``RPCHook.doBeforeRequest``); installed
+            as :attr:`Connection.request_hook` on each new connection.
     """
 
-    def __init__(self, router: Router | None = None, connect_timeout: float = 3.0) -> None:
+    def __init__(
+        self,
+        router: Router | None = None,
+        connect_timeout: float = 3.0,
+        request_hook: Callable[[RemotingCommand], None] | None = None,
+    ) -> None:
         self._router = router
         self._connect_timeout = connect_timeout
+        self._request_hook = request_hook
         self._conns: dict[str, Connection] = {}
         self._connecting: dict[str, asyncio.Task[Connection]] = {}
         self._closed = False
@@ -92,6 +102,7 @@ class ConnectionPool:
         if self._closed:
             await conn.close()
             raise ClientClosedError("connection pool is closed")
+        conn.request_hook = self._request_hook
         old = self._conns.get(addr)
         self._conns[addr] = conn
         conn.add_close_callback(lambda c: self._evict(addr, c))

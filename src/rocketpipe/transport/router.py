@@ -27,7 +27,7 @@ from .dispatch import answer, not_supported
 if TYPE_CHECKING:
     from .connection import Connection
 
-__all__ = ["DEFER", "Handler", "InlineHandler", "Router"]
+__all__ = ["DEFER", "Guard", "Handler", "InlineHandler", "Router"]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,10 @@ DEFER: object = object()
 #: :data:`DEFER` (nothing done yet; the async handler runs in its own task as usual).
 InlineHandler: TypeAlias = Callable[[RemotingCommand, "Connection"], "RemotingCommand | object | None"]
 
+#: A check run before any handler (the broker's ACL, Java's server ``RPCHook.doBeforeRequest``):
+#: returns None to let the request through, or the response that refuses it.
+Guard: TypeAlias = Callable[[RemotingCommand, "Connection"], "RemotingCommand | None"]
+
 
 class Router:
     """Table of request handlers keyed by request code.
@@ -52,13 +56,19 @@ class Router:
     a handler raising :class:`~rocketpipe.errors.RocketMQError` answers the error's ``code`` with
     ``str(err)`` as remark; any other exception answers ``SYSTEM_ERROR``; oneway requests are
     never answered.
+
+    Attributes:
+        guard: optional :data:`Guard` run on every request before its handler, in
+            :meth:`dispatch_inline` (a connection always calls it first); None (the default)
+            costs one attribute test per request.
     """
 
-    __slots__ = ("_handlers", "_inline")
+    __slots__ = ("_handlers", "_inline", "guard")
 
     def __init__(self) -> None:
         self._handlers: dict[int, Handler] = {}
         self._inline: dict[int, InlineHandler] = {}
+        self.guard: Guard | None = None
 
     def register(self, code: int, handler: Handler, *, inline: InlineHandler | None = None) -> None:
         """Register ``handler`` for request ``code`` (replaces an earlier registration).
@@ -83,9 +93,15 @@ class Router:
         not answered), except that back-pressure is left to the caller (the read loop).
 
         Returns:
-            True when handled; False when :meth:`dispatch` must run (no inline handler, or it
-            returned :data:`DEFER`).
+            True when handled (or refused by :attr:`guard`); False when :meth:`dispatch` must
+            run (no inline handler, or it returned :data:`DEFER`).
         """
+        guard = self.guard
+        if guard is not None:
+            denial = guard(cmd, conn)
+            if denial is not None:
+                answer(cmd, conn, denial)
+                return True
         fn = self._inline.get(cmd.code)
         if fn is None:
             return False
