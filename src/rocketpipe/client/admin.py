@@ -26,18 +26,22 @@ from ..errors import (
     TransportError,
     error_for_response,
 )
-from ..protocol.bodies.admin import ConsumeStats, ResetOffsetBody, TopicStatsTable
-from ..protocol.bodies.consumer import ConsumerConnection, ConsumerRunningInfo
-from ..protocol.bodies.route import ClusterInfo, TopicList
+from ..protocol.bodies import javajson as jj
+from ..protocol.bodies.admin import ConsumeStats, GroupList, ResetOffsetBody, SubscriptionGroupConfig, TopicStatsTable
+from ..protocol.bodies.consumer import Connection, ConsumerConnection, ConsumerRunningInfo
+from ..protocol.bodies.route import ClusterInfo, KVTable, TopicList
 from ..protocol.codes import RequestCode, ResponseCode
 from ..protocol.command import RemotingCommand
 from ..protocol.headers.admin import (
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumeStatsRequestHeader,
     GetTopicStatsInfoRequestHeader,
     QueryMessageRequestHeader,
     QueryMessageResponseHeader,
+    QueryTopicConsumeByWhoRequestHeader,
     ViewMessageRequestHeader,
 )
 from ..protocol.headers.consumer import (
@@ -76,8 +80,28 @@ RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
 KEY_SEPARATOR: Final = " "
 #: QueryMsgTraceByIdSubCommand: default maxNum of the trace query.
 QUERY_TRACE_MAX_NUM: Final = 64
+#: RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE (Java; not in :class:`RequestCode`: no rocketpipe peer answers it).
+CLEAN_EXPIRED_CONSUMEQUEUE: Final = 306
 #: Long.MAX_VALUE: the trace query's default end timestamp.
 _LONG_MAX: Final = 2**63 - 1
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``Properties`` text as brokers send it (``key=value`` lines; ``#`` comments).
+
+    Returns:
+        key -> value, in text order; blank lines and comments skipped.
+    """
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            key, _, value = line.partition(":")
+        out[key.strip()] = value.strip()
+    return out
 
 
 @dataclass(slots=True)
@@ -718,6 +742,265 @@ class Admin:
             addr, RemotingCommand.request(RequestCode.CONSUME_MESSAGE_DIRECTLY, h.to_ext_fields()), timeout
         )
         return ConsumeMessageDirectlyResult.decode(bytes(resp.body))
+
+    # ------------------------------------------------------------------ mqadmin: brokers, topics, groups
+
+    async def cluster_master_addrs(self, cluster_name: str | None = None) -> list[str]:
+        """Return the master addresses of ``cluster_name`` (every cluster when None), sorted.
+
+        Mirrors ``CommandUtil.fetchMasterAddrByClusterName`` (GET_BROKER_CLUSTER_INFO, 106).
+
+        Raises:
+            RocketMQError: the cluster is unknown or has no master; BrokerError / TransportError.
+        """
+        info = await self.examine_broker_cluster_info()
+        if cluster_name is None:
+            names: set[str] = set(info.broker_addr_table)
+        else:
+            if cluster_name not in info.cluster_addr_table:
+                raise RocketMQError(
+                    f"Make sure the specified clusterName exists or the name server connected to is correct: {cluster_name}"
+                )
+            names = set(info.cluster_addr_table[cluster_name])
+        addrs = sorted(
+            addr
+            for name in names
+            if (bd := info.broker_addr_table.get(name)) is not None
+            for bid, addr in (bd.broker_addrs or {}).items()
+            if int(bid) == MASTER_ID
+        )
+        if not addrs:
+            raise RocketMQError(f"cluster {cluster_name!r} has no master broker")
+        return addrs
+
+    async def create_and_update_topic_config(
+        self,
+        broker_addr: str,
+        topic: str,
+        *,
+        read_queue_nums: int = 8,
+        write_queue_nums: int = 8,
+        perm: int = PERM_READ | PERM_WRITE,
+        order: bool = False,
+        topic_sys_flag: int = 0,
+        attributes: str | None = None,
+    ) -> None:
+        """Create or update ``topic`` on one broker (UPDATE_AND_CREATE_TOPIC, 17).
+
+        Mirrors ``DefaultMQAdminExt.createAndUpdateTopicConfig`` (``mqadmin updateTopic``,
+        ``tools/command/topic/UpdateTopicSubCommand``).
+
+        Args:
+            read_queue_nums / write_queue_nums: queue counts (>= 1 each for a usable topic).
+            perm: PermName bits (2 write, 4 read, 6 both).
+            order: order topic flag.
+            topic_sys_flag: TopicSysFlag bits (unit / unit-sub).
+            attributes: 5.x ``+key=value,-key`` changes (None: none).
+
+        Raises:
+            InvalidArgumentError: a queue count < 0; BrokerError / TransportError.
+        """
+        if read_queue_nums < 0 or write_queue_nums < 0:
+            raise InvalidArgumentError("queue nums must be >= 0")
+        h = CreateTopicRequestHeader(
+            topic=topic,
+            read_queue_nums=read_queue_nums,
+            write_queue_nums=write_queue_nums,
+            perm=perm,
+            order=order,
+            topic_sys_flag=topic_sys_flag,
+            attributes=attributes,
+        )
+        await self._request(
+            broker_addr,
+            RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, h.to_ext_fields()),
+            self._runtime.config.request_timeout,
+        )
+
+    async def create_and_update_subscription_group_config(
+        self, broker_addr: str, config: SubscriptionGroupConfig
+    ) -> None:
+        """Create or update a consumer group's config on one broker
+        (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, 200, body ``SubscriptionGroupConfig`` JSON).
+
+        Mirrors ``DefaultMQAdminExt.createAndUpdateSubscriptionGroupConfig`` (``mqadmin
+        updateSubGroup``, ``tools/command/consumer/UpdateSubGroupSubCommand``).
+
+        Raises:
+            BrokerError / TransportError.
+        """
+        cmd = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.encode())
+        await self._request(broker_addr, cmd, self._runtime.config.request_timeout)
+
+    async def delete_subscription_group(self, broker_addr: str, group: str, clean_offset: bool = False) -> None:
+        """Delete a consumer group's config on one broker (DELETE_SUBSCRIPTIONGROUP, 207).
+
+        Mirrors ``DefaultMQAdminExt.deleteSubscriptionGroup(addr, group, removeOffset)``
+        (``mqadmin deleteSubGroup``, ``tools/command/consumer/DeleteSubscriptionGroupCommand``).
+
+        Args:
+            clean_offset: 5.x: also drop the group's committed offsets on that broker.
+
+        Raises:
+            BrokerError (RequestCodeNotSupportedError from a broker without 207) / TransportError.
+        """
+        h = DeleteSubscriptionGroupRequestHeader(group_name=group, clean_offset=clean_offset)
+        cmd = RemotingCommand.request(RequestCode.DELETE_SUBSCRIPTIONGROUP, h.to_ext_fields())
+        await self._request(broker_addr, cmd, self._runtime.config.request_timeout)
+
+    async def examine_producer_connection_info(self, group: str, topic: str) -> list[Connection]:
+        """Return the producer clients of ``group`` connected to the brokers of ``topic``.
+
+        Mirrors ``DefaultMQAdminExt.examineProducerConnectionInfo`` (``mqadmin
+        producerConnection``): GET_PRODUCER_CONNECTION_LIST (204, header ``producerGroup``) to
+        each broker of the topic's route, answers merged (``ProducerConnection.connectionSet``;
+        a client connected to several brokers appears once per broker, as Java's set of beans).
+
+        Raises:
+            BrokerError: SYSTEM_ERROR ("the producer group[...] not exist") from a broker that knows
+            no producer of the group; TopicNotExistError: no route; TransportError.
+        """
+        t = self._runtime.config.request_timeout
+        out: list[Connection] = []
+        for addr in await self._route_addrs(topic):
+            cmd = RemotingCommand.request(RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": group})
+            resp = await self._request(addr, cmd, t)
+            body = jj.as_dict(jj.loads(bytes(resp.body))) if resp.body else {}
+            for c in jj.as_list(body.get("connectionSet")):
+                conn = Connection.from_obj(c)
+                if conn not in out:
+                    out.append(conn)
+        return out
+
+    async def fetch_broker_runtime_stats(self, broker_addr: str) -> dict[str, str]:
+        """Return a broker's run-time figures (GET_BROKER_RUNTIME_INFO, 28; ``KVTable``).
+
+        Mirrors ``DefaultMQAdminExt.fetchBrokerRuntimeStats`` (``mqadmin brokerStatus``,
+        ``clusterList``): keys such as ``brokerVersionDesc``, ``putTps`` (``"tps10 tps60 tps600"``),
+        ``msgPutTotalTodayNow``, ``commitLogDiskRatio`` (0..1), ``bootTimestamp`` (epoch ms).
+
+        Raises:
+            BrokerError / TransportError.
+        """
+        cmd = RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO)
+        resp = await self._request(broker_addr, cmd, self._runtime.config.request_timeout)
+        return KVTable.decode(bytes(resp.body)).table if resp.body else {}
+
+    async def get_broker_config(self, broker_addr: str) -> dict[str, str]:
+        """Return a broker's configuration (GET_BROKER_CONFIG, 26): the body is Java
+        ``Properties`` text (``key=value`` lines), parsed into a dict.
+
+        Mirrors ``DefaultMQAdminExt.getBrokerConfig`` (``mqadmin getBrokerConfig``).
+
+        Raises:
+            BrokerError (RequestCodeNotSupportedError from rocketpipe's broker) / TransportError.
+        """
+        cmd = RemotingCommand.request(RequestCode.GET_BROKER_CONFIG)
+        resp = await self._request(broker_addr, cmd, self._runtime.config.request_timeout)
+        return parse_properties(bytes(resp.body).decode("utf-8", "replace")) if resp.body else {}
+
+    async def update_broker_config(self, broker_addr: str, properties: dict[str, str]) -> None:
+        """Change broker settings at run time (UPDATE_BROKER_CONFIG, 25; body ``key=value`` lines).
+
+        Mirrors ``DefaultMQAdminExt.updateBrokerConfig`` (``mqadmin updateBrokerConfig``).
+
+        Raises:
+            BrokerError (RequestCodeNotSupportedError from rocketpipe's broker; NO_PERMISSION for
+            keys Java refuses to change remotely) / TransportError.
+        """
+        body = "".join(f"{k}={v}\n" for k, v in properties.items()).encode()
+        cmd = RemotingCommand.request(RequestCode.UPDATE_BROKER_CONFIG, body=body)
+        await self._request(broker_addr, cmd, self._runtime.config.request_timeout)
+
+    async def clean_expired_consume_queue(self, broker_addr: str) -> bool:
+        """Ask a broker to drop consume-queue files below the commit log's min offset
+        (CLEAN_EXPIRED_CONSUMEQUEUE, 306). Mirrors ``DefaultMQAdminExt.cleanExpiredConsumerQueueByAddr``.
+
+        Returns:
+            True when the broker answered SUCCESS.
+
+        Raises:
+            BrokerError (RequestCodeNotSupportedError from rocketpipe's broker) / TransportError.
+        """
+        cmd = RemotingCommand.request(CLEAN_EXPIRED_CONSUMEQUEUE)
+        await self._request(broker_addr, cmd, self._runtime.config.request_timeout)
+        return True
+
+    async def query_topic_consume_by_who(self, topic: str) -> set[str]:
+        """Return the consumer groups of ``topic`` (QUERY_TOPIC_CONSUME_BY_WHO, 300, to each
+        broker of the route; ``GroupList`` merged). Mirrors ``DefaultMQAdminExt.queryTopicConsumeByWho``.
+
+        Raises:
+            TopicNotExistError: no route; BrokerError / TransportError.
+        """
+        t = self._runtime.config.request_timeout
+        out: set[str] = set()
+        for addr in await self._route_addrs(topic):
+            h = QueryTopicConsumeByWhoRequestHeader(topic=topic)
+            resp = await self._request(
+                addr, RemotingCommand.request(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, h.to_ext_fields()), t
+            )
+            out |= GroupList.decode(bytes(resp.body)).group_list
+        return out
+
+    async def query_message_by_unique_key(self, topic: str, msg_id: str, max_num: int = 32) -> list[MessageExt]:
+        """Return the stored messages whose ``UNIQ_KEY`` (the client msg id) is ``msg_id``.
+
+        Mirrors ``MQAdminImpl.queryMessageByUniqKey`` (``mqadmin queryMsgByUniqueKey``):
+        QUERY_MESSAGE with ``_UNIQUE_KEY_QUERY=true`` to each broker of the route over all
+        time; a message sent more than once (a retry) can be stored more than once.
+
+        Raises:
+            TopicNotExistError: no route; BrokerError / TransportError.
+        """
+        t = self._runtime.config.request_timeout
+        out: list[MessageExt] = []
+        for addr in await self._route_addrs(topic):
+            h = QueryMessageRequestHeader(
+                topic=topic,
+                key=msg_id,
+                max_num=max_num,
+                begin_timestamp=0,
+                end_timestamp=_LONG_MAX,
+                unique_key_query=True,
+            )
+            resp = await self._runtime.pool.request(
+                addr, RemotingCommand.request(RequestCode.QUERY_MESSAGE, h.to_ext_fields()), t
+            )
+            if resp.code == ResponseCode.QUERY_NOT_FOUND:
+                continue
+            if resp.code != ResponseCode.SUCCESS:
+                raise error_for_response(resp.code, resp.remark)
+            out.extend(m for m in decode_records(bytes(resp.body)) if m.topic == topic and m.msg_id == msg_id)
+        return out
+
+    async def query_message_by_id(self, topic: str, msg_id: str) -> MessageExt:
+        """Return the message of ``msg_id``, an offset msg id or a unique key (client msg id).
+
+        Mirrors ``DefaultMQAdminExt.queryMessage(clusterName, topic, msgId)`` as ``mqadmin
+        queryMsgById`` uses it: :meth:`view_message` when ``msg_id`` decodes as an offset msg id
+        and something is stored there under ``topic``, else :meth:`query_message_by_unique_key`
+        (the first match).
+
+        Raises:
+            BrokerError: SYSTEM_ERROR / QUERY_NOT_FOUND when nothing matches; TopicNotExistError;
+            TransportError.
+        """
+        try:
+            decode_offset_msg_id(msg_id)
+        except (InvalidArgumentError, ValueError):
+            pass
+        else:
+            try:
+                msg = await self.view_message(msg_id, topic)
+                if msg.topic == topic:
+                    return msg
+            except (BrokerError, TransportError):
+                pass
+        found = await self.query_message_by_unique_key(topic, msg_id)
+        if not found:
+            raise BrokerError(f"no message of id {msg_id} in topic {topic}", response_code=ResponseCode.QUERY_NOT_FOUND)
+        return found[0]
 
     # ------------------------------------------------------------------ helpers
 

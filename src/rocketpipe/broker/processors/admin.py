@@ -2,7 +2,8 @@
 GET_TOPIC_STATS_INFO (202), GET_CONSUMER_CONNECTION_LIST (203), GET_CONSUME_STATS (208),
 VIEW_MESSAGE_BY_ID (33), GET_ALL_TOPIC_CONFIG (21), DELETE_TOPIC_IN_BROKER (215),
 INVOKE_BROKER_TO_RESET_OFFSET (222, 5.x server-side reset), GET_TOPIC_CONFIG (351),
-GET_BROKER_RUNTIME_INFO (28), QUERY_TOPIC_CONSUME_BY_WHO (300), and the admin → broker → client
+GET_BROKER_RUNTIME_INFO (28), QUERY_TOPIC_CONSUME_BY_WHO (300), GET_PRODUCER_CONNECTION_LIST (204),
+DELETE_SUBSCRIPTIONGROUP (207), GET_BROKER_CONFIG (26), and the admin → broker → client
 calls GET_CONSUMER_RUNNING_INFO (307) and CONSUME_MESSAGE_DIRECTLY (309) (``callConsumer``).
 
 Mirrors the matching handlers of ``AdminBrokerProcessor`` / ``QueryMessageProcessor``. Bodies
@@ -12,6 +13,7 @@ with ``Map<MessageQueue, …>`` are written the fastjson way (object-literal key
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -26,6 +28,7 @@ from ...protocol.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, LanguageCod
 from ...protocol.command import RemotingCommand
 from ...protocol.headers.admin import (
     CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumeStatsRequestHeader,
@@ -75,6 +78,9 @@ class AdminProcessor:
         router.register(RequestCode.GET_BROKER_RUNTIME_INFO, self.get_broker_runtime_info)
         router.register(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, self.query_topic_consume_by_who)
         router.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self.get_consumer_running_info)
+        router.register(RequestCode.GET_PRODUCER_CONNECTION_LIST, self.get_producer_connection_list)
+        router.register(RequestCode.DELETE_SUBSCRIPTIONGROUP, self.delete_subscription_group)
+        router.register(RequestCode.GET_BROKER_CONFIG, self.get_broker_config)
         router.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, self.consume_message_directly)
 
     async def update_and_create_topic(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
@@ -188,28 +194,56 @@ class AdminProcessor:
         info = self.broker.clients.consumer_group(h.consumer_group)  # type: ignore[arg-type]
         if info is None or not info.channels:
             return error(cmd, ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{h.consumer_group}] not online")
-        connections = []
-        for ch in info.channels.values():
-            try:
-                lang = LanguageCode(ch.language).name
-            except ValueError:
-                lang = "OTHER"
-            connections.append(
-                {
-                    "clientAddr": getattr(ch.channel, "remote_address", ""),
-                    "clientId": ch.client_id,
-                    "language": lang,
-                    "version": ch.version,
-                }
-            )
         body = {
-            "connectionSet": connections,
+            "connectionSet": [_connection(ch) for ch in info.channels.values()],
             "consumeFromWhere": info.consume_from_where,
             "consumeType": info.consume_type,
             "messageModel": info.message_model,
             "subscriptionTable": dict(info.subscriptions.items()),
         }
         return cmd.response(ResponseCode.SUCCESS, None, None, jj.dumps(body))
+
+    async def get_producer_connection_list(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """``ProducerConnection`` of a producer group (``AdminBrokerProcessor.getProducerConnectionList``);
+        SYSTEM_ERROR "the producer group[...] not exist" when no producer of it is connected here.
+        """
+        group = (cmd.ext_fields or {}).get("producerGroup")
+        require(group, "producerGroup")
+        chans = self.broker.clients.producers.get(group or "")
+        if not chans:
+            return error(cmd, ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
+        body = {"connectionSet": [_connection(ch) for ch in chans.values()]}
+        return cmd.response(ResponseCode.SUCCESS, None, None, jj.dumps(body))
+
+    async def delete_subscription_group(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """Forget a group's config (``AdminBrokerProcessor.deleteSubscriptionGroup``). The
+        5.x ``cleanOffset`` flag is not honoured: the group's committed offsets stay.
+        """
+        h = decode_header(DeleteSubscriptionGroupRequestHeader, cmd)
+        require(h.group_name, "groupName")
+        groups = self.broker.groups_config
+        if groups.groups.pop(h.group_name or "", None) is not None:
+            groups.dirty = True
+        return cmd.response(ResponseCode.SUCCESS)
+
+    async def get_broker_config(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """The broker's settings as Java ``Properties`` text (``AdminBrokerProcessor.getBrokerConfig``):
+        one ``key=value`` line per :class:`~rocketpipe.broker.BrokerConfig` field, keys in Java's
+        camelCase (rocketpipe's own settings included), booleans ``true``/``false``, sorted.
+        """
+        lines = []
+        for f in dataclasses.fields(self.broker.config):
+            value = getattr(self.broker.config, f.name)
+            if isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, list | tuple):
+                text = ";".join(str(v) for v in value)
+            else:
+                text = "" if value is None else str(value)
+            head, *rest = f.name.split("_")
+            lines.append(f"{head}{''.join(p.capitalize() for p in rest)}={text}")
+        body = "".join(line + "\n" for line in sorted(lines)).encode()
+        return cmd.response(ResponseCode.SUCCESS, None, None, body)
 
     async def view_message_by_id(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
         """One stored record by commit-log offset."""
@@ -455,6 +489,20 @@ class AdminProcessor:
         for level, offset in sorted(b.schedule.offsets.items()):  # ScheduleMessageService.buildRunningStats
             info[f"scheduleMessageOffset_{level}"] = f"{offset},{store.get_max_offset(SCHEDULE_TOPIC, level - 1)}"
         return info
+
+
+def _connection(ch: Any) -> dict[str, Any]:
+    """The ``Connection`` bean of a client channel (``ClientChannelInfo``)."""
+    try:
+        lang = LanguageCode(ch.language).name
+    except ValueError:
+        lang = "OTHER"
+    return {
+        "clientAddr": getattr(ch.channel, "remote_address", ""),
+        "clientId": ch.client_id,
+        "language": lang,
+        "version": ch.version,
+    }
 
 
 def _earliest_message_time(store: Any) -> int:
