@@ -1,13 +1,14 @@
 """The ``rocketpipe`` command: subcommand registry (L4, cli).
 
-``rocketpipe serve | produce | consume | topic create/stats | demo``; see ``rocketpipe --help``. Errors end the
-process with the exit codes listed in :mod:`rocketpipe.cli.errors`.
+``rocketpipe serve | produce | consume | topic create/stats | admin <mqadmin command> | demo``; see
+``rocketpipe --help``. Errors end the process with the exit codes listed in :mod:`rocketpipe.cli.errors`.
 """
 
 from __future__ import annotations
 
 import typer
 
+from .commands.admin import admin_app
 from .commands.consume import consume
 from .commands.produce import produce
 from .commands.serve import serve
@@ -27,6 +28,7 @@ app.command("produce")(produce)
 app.command("consume")(consume)
 app.command("demo")(demo)
 app.add_typer(topic_app, name="topic")
+app.add_typer(admin_app, name="admin")
 
 
 def main() -> None:

@@ -1,0 +1,192 @@
+"""Shared pieces of ``rocketpipe admin``: options, output (rich tables or ``--json``), time and
+message formatting (L4, cli).
+
+Option letters and long names are those of Apache RocketMQ's ``mqadmin`` (``tools/command``);
+``-n/--namesrvAddr`` is common to every command (``MQAdminStartup``), default ``NAMESRV_ADDR`` or
+``127.0.0.1:9876``.
+
+Imports: the public API of :mod:`rocketpipe.client`, ``typer``, ``rich``, ``orjson``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any, Final, TypeVar
+
+import orjson
+import typer
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from rocketpipe import eventloop
+
+from ...errors import EXIT_USAGE, fail
+
+if TYPE_CHECKING:
+    from rocketpipe.client import Admin, MessageExt
+
+T = TypeVar("T")
+
+DEFAULT_NAMESRV: Final = "127.0.0.1:9876"
+#: Console width when stdout is not a terminal (pipes, tests) and ``COLUMNS`` is unset: wide
+#: enough that tables are not folded.
+PIPE_WIDTH: Final = 240
+
+NamesrvOption = Annotated[
+    str,
+    typer.Option(
+        "--namesrvAddr", "-n", "--namesrv", envvar="NAMESRV_ADDR", help="Name server(s), 'host:port[;host:port]'."
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (for scripts) instead of a table.")]
+
+
+def console() -> Console:
+    """A console on the current stdout (made per call: CliRunner swaps ``sys.stdout``)."""
+    width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else PIPE_WIDTH
+    return Console(highlight=False, soft_wrap=False, width=width)
+
+
+def run_admin(namesrv: str, fn: Callable[[Admin], Awaitable[T]]) -> T:
+    """Open an :class:`~rocketpipe.client.Admin` on ``namesrv``, run ``fn`` with it, close it."""
+
+    async def main() -> T:
+        from rocketpipe.client import Admin
+
+        async with Admin(namesrv) as admin:
+            return await fn(admin)
+
+    return eventloop.run(main())
+
+
+def emit(as_json: bool, data: Any, render: Callable[[Console], None]) -> None:
+    """Print ``data`` as JSON (``--json``) or call ``render`` with a console."""
+    if as_json:
+        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
+        sys.stdout.flush()
+    else:
+        render(console())
+
+
+def table(*columns: str, title: str | None = None, numeric: tuple[str, ...] = ()) -> Table:
+    """A table in the house style; the ``numeric`` columns are right-justified."""
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    for c in columns:
+        t.add_column(c, justify="right" if c in numeric else "left", overflow="fold")
+    return t
+
+
+def java_bool(value: str | None, default: bool = False) -> bool:
+    """``Boolean.parseBoolean``: True only for ``true`` (any case); ``default`` when not given."""
+    if value is None:
+        return default
+    return value.strip().lower() == "true"
+
+
+def either_broker_or_cluster(broker_addr: str | None, cluster_name: str | None, command: str) -> None:
+    """mqadmin's ``-b`` or ``-c`` rule: raise a usage error when neither is given."""
+    if not broker_addr and not cluster_name:
+        raise fail(f"{command} needs -b/--brokerAddr or -c/--clusterName", EXIT_USAGE)
+
+
+def human_time(ms: int) -> str:
+    """``UtilAll.timeMillisToHumanString2``: local ``yyyy-MM-dd HH:mm:ss,SSS``."""
+    dt = datetime.fromtimestamp(ms / 1000)
+    return dt.strftime("%Y-%m-%d %H:%M:%S,") + f"{ms % 1000:03d}"
+
+
+def short_time(ms: int) -> str:
+    """``UtilAll.formatDate(.., YYYY_MM_DD_HH_MM_SS)``: local ``yyyy-MM-dd HH:mm:ss``; ``N/A`` for 0."""
+    return "N/A" if ms == 0 else datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def parse_timestamp(value: str) -> int:
+    """The time forms of ``resetOffsetByTime -s`` / ``printMsg -b``: ``now``, epoch ms, or local
+    ``yyyy-MM-dd#HH:mm:ss:SSS``; returns epoch ms.
+
+    Raises:
+        typer.Exit: (usage) none of these forms.
+    """
+    v = value.strip()
+    if v == "now":
+        return int(datetime.now().timestamp() * 1000)
+    if v.lstrip("-").isdigit():
+        return int(v)
+    try:
+        dt = datetime.strptime(v, "%Y-%m-%d#%H:%M:%S:%f")
+    except ValueError:
+        raise fail(f"bad timestamp {value!r}: use now, epoch ms or yyyy-MM-dd#HH:mm:ss:SSS", EXIT_USAGE) from None
+    return int(dt.timestamp() * 1000)
+
+
+def body_text(body: bytes, charset: str | None) -> str | None:
+    """The body decoded with ``charset`` (Java charset names such as ``UTF-8``, ``GBK``), or None."""
+    if charset is None:
+        return None
+    try:
+        return body.decode(charset, "replace")
+    except LookupError:
+        raise fail(f"unknown charset {charset!r}", EXIT_USAGE) from None
+
+
+def message_json(msg: MessageExt, charset: str | None = None) -> dict[str, Any]:
+    """A stored message as JSON: the fields ``queryMsgById`` prints (times epoch ms) plus
+    ``msgId`` (the unique key) and, with ``charset``, ``body``."""
+    d: dict[str, Any] = {
+        "msgId": msg.msg_id,
+        "offsetMsgId": msg.offset_msg_id,
+        "topic": msg.topic,
+        "tags": msg.tags,
+        "keys": msg.keys,
+        "brokerName": msg.broker_name,
+        "queueId": msg.queue_id,
+        "queueOffset": msg.queue_offset,
+        "commitLogOffset": msg.commit_log_offset,
+        "reconsumeTimes": msg.reconsume_times,
+        "bornTimestamp": msg.born_timestamp,
+        "storeTimestamp": msg.store_timestamp,
+        "bornHost": msg.born_host,
+        "storeHost": msg.store_host,
+        "sysFlag": msg.sys_flag,
+        "bodyLength": len(msg.body),
+        "properties": dict(msg.properties),
+    }
+    text = body_text(msg.body, charset)
+    if text is not None:
+        d["body"] = text
+    return d
+
+
+def render_message(c: Console, msg: MessageExt, charset: str | None = None) -> None:
+    """Print a message the way ``QueryMsgByIdSubCommand.printMsg`` lays it out (label, value)."""
+    t = Table(box=None, show_header=False, pad_edge=False)
+    t.add_column(style="bold")
+    t.add_column(overflow="fold")
+    rows = [
+        ("OffsetID:", msg.offset_msg_id),
+        ("MsgId:", msg.msg_id),
+        ("Topic:", msg.topic),
+        ("Tags:", f"[{msg.tags}]"),
+        ("Keys:", f"[{msg.keys}]"),
+        ("Queue ID:", str(msg.queue_id)),
+        ("Queue Offset:", str(msg.queue_offset)),
+        ("CommitLog Offset:", str(msg.commit_log_offset)),
+        ("Reconsume Times:", str(msg.reconsume_times)),
+        ("Born Timestamp:", human_time(msg.born_timestamp)),
+        ("Store Timestamp:", human_time(msg.store_timestamp)),
+        ("Born Host:", msg.born_host),
+        ("Store Host:", msg.store_host),
+        ("System Flag:", str(msg.sys_flag)),
+        ("Properties:", "{" + ", ".join(f"{k}={v}" for k, v in msg.properties.items()) + "}"),
+    ]
+    text = body_text(msg.body, charset)
+    if text is not None:
+        rows.append(("Message Body:", text))
+    for label, value in rows:
+        t.add_row(label, escape(value))
+    c.print(t)
