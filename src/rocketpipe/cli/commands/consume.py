@@ -23,9 +23,11 @@ from rich.markup import escape
 from rocketpipe import eventloop
 
 from ..errors import EXIT_TIMEOUT, fail, handle_errors
+from .acl_options import AccessKeyOption, SecretKeyOption, credentials_from
 
 if TYPE_CHECKING:
     from rocketpipe.client import MessageExt
+    from rocketpipe.client.config import SessionCredentials
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -78,6 +80,7 @@ async def consume_messages(
     timeout: float | None,
     start_from: StartFrom,
     max_body: int,
+    credentials: SessionCredentials | None = None,
 ) -> int:
     """Run a push consumer until ``count`` messages were printed, the timeout, or a signal.
 
@@ -90,6 +93,7 @@ async def consume_messages(
         timeout: stop after this many seconds; None waits forever.
         start_from: start position of a group that has no committed offset.
         max_body: characters of each body to print (0 = all).
+        credentials: ACL credentials that sign every request, or None.
 
     Returns:
         The number of messages printed.
@@ -98,7 +102,7 @@ async def consume_messages(
         TimeoutError: the timeout passed before ``count`` messages were printed.
         RocketMQError: the consumer could not start.
     """
-    from rocketpipe.client import Admin, ConsumeConcurrentlyStatus, ConsumeFromWhere, PushConsumer
+    from rocketpipe.client import Admin, ClientConfig, ConsumeConcurrentlyStatus, ConsumeFromWhere, PushConsumer
     from rocketpipe.errors import RouteNotFoundError, TopicNotExistError
 
     printed = 0
@@ -124,12 +128,13 @@ async def consume_messages(
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, done.set)
-    async with Admin(namesrv) as admin:
+    config = ClientConfig(namesrv_addr=namesrv, credentials=credentials)
+    async with Admin(config=config) as admin:
         try:
             await admin.topic_route(topic)
         except (RouteNotFoundError, TopicNotExistError):
             console.print(f"[yellow]topic {topic} has no route yet; waiting for it to be created[/]")
-    consumer = PushConsumer(group, namesrv_addr=namesrv, consume_from_where=where)
+    consumer = PushConsumer(group, config=config, consume_from_where=where)
     consumer.subscribe(topic, expression)
     consumer.register_message_listener(listener)
     console.print(f"[dim]consuming {topic} ({expression}) as group {group}; Ctrl-C stops[/]")
@@ -160,8 +165,11 @@ def consume(
     namesrv: Annotated[
         str, typer.Option("--namesrv", "-n", envvar="NAMESRV_ADDR", help="Name server(s), 'host:port[;host:port]'.")
     ] = DEFAULT_NAMESRV,
+    access_key: AccessKeyOption = None,
+    secret_key: SecretKeyOption = None,
 ) -> None:
     """Consume TOPIC with a push consumer and print each message."""
+    credentials = credentials_from(access_key, secret_key)
     try:
         printed = eventloop.run(
             consume_messages(
@@ -173,6 +181,7 @@ def consume(
                 timeout=timeout,
                 start_from=start_from,
                 max_body=max_body,
+                credentials=credentials,
             )
         )
     except TimeoutError as exc:

@@ -17,9 +17,11 @@ from rich.console import Console
 from rocketpipe import eventloop
 
 from ..errors import EXIT_FAILURE, EXIT_USAGE, fail, handle_errors
+from .acl_options import AccessKeyOption, SecretKeyOption, credentials_from
 
 if TYPE_CHECKING:
     from rocketpipe.client import SendResult
+    from rocketpipe.client.config import SessionCredentials
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -54,6 +56,7 @@ async def produce_messages(
     key: str | None,
     group: str,
     quiet: bool,
+    credentials: SessionCredentials | None = None,
 ) -> tuple[int, int]:
     """Send one message per body and print one line per result.
 
@@ -65,6 +68,7 @@ async def produce_messages(
         key: message key, or None.
         group: producer group.
         quiet: print only the summary.
+        credentials: ACL credentials that sign every request, or None.
 
     Returns:
         ``(sent, not_ok)``: messages stored, and how many of them were not SEND_OK.
@@ -72,7 +76,7 @@ async def produce_messages(
     Raises:
         RocketMQError: a send failed after the client's retries.
     """
-    from rocketpipe.client import Message, Producer, SendStatus
+    from rocketpipe.client import ClientConfig, Message, Producer, SendStatus
 
     sent = not_ok = 0
 
@@ -90,7 +94,8 @@ async def produce_messages(
                 f"queue={mq.broker_name}:{mq.queue_id} offset={result.queue_offset}"
             )
 
-    async with Producer(group, namesrv_addr=namesrv) as producer:
+    config = ClientConfig(namesrv_addr=namesrv, credentials=credentials)
+    async with Producer(group, config=config) as producer:
         pending: list[asyncio.Task[SendResult]] = []
         for text in bodies:
             msg = Message.build(topic, text, tags=tag, keys=key)
@@ -124,10 +129,13 @@ def produce(
     ] = DEFAULT_NAMESRV,
     group: Annotated[str, typer.Option("--group", "-g", help="Producer group.")] = "rocketpipe-cli-producer",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the summary.")] = False,
+    access_key: AccessKeyOption = None,
+    secret_key: SecretKeyOption = None,
 ) -> None:
     """Send messages to TOPIC: --body (repeated --count times) or one message per stdin line."""
     if body is None and sys.stdin.isatty():
         raise fail("give --body TEXT or pipe messages on stdin (one per line)", EXIT_USAGE)
+    credentials = credentials_from(access_key, secret_key)
     started = time.perf_counter()
     sent, not_ok = eventloop.run(
         produce_messages(
@@ -138,6 +146,7 @@ def produce(
             key=key,
             group=group,
             quiet=quiet,
+            credentials=credentials,
         )
     )
     elapsed = time.perf_counter() - started

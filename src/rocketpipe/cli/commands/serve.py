@@ -8,8 +8,11 @@ Logging: stdlib logging with timestamps, level and logger name, to stderr or a r
 the flush mode, the retention settings and the connection limits. Retention, connection and
 metadata-recovery flags map to :class:`~rocketpipe.broker.BrokerConfig` fields (Java names in
 ``--help``); the idle timeout and connection cap apply to the name server too.
+``--acl-enable --acl-file PATH`` turn on the broker's ACL 1.0 check (``aclEnable``, the file is
+validated before anything starts); listening on a non-loopback ``--host`` without it logs one
+warning line.
 
-Imports: the public API of :mod:`rocketpipe.broker` and :mod:`rocketpipe.namesrv`,
+Imports: the public API of :mod:`rocketpipe.broker`, :mod:`rocketpipe.namesrv` and :mod:`rocketpipe.acl`,
 :mod:`rocketpipe.store` (``StoreConfig`` checks ``--delete-when``), :mod:`rocketpipe.transport.limits`.
 """
 
@@ -18,7 +21,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import ipaddress
 import logging
+import os
 import signal
 from collections.abc import Iterator
 from enum import StrEnum
@@ -151,6 +156,38 @@ async def run_servers(
         console.print("rocketpipe: stopped")
 
 
+def _is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_acl(acl_enable: bool, acl_file: Path | None, namesrv_only: bool) -> str | None:
+    """Validate the ACL flags and the file (usage errors exit 2); return the file path or None."""
+    if acl_file is not None and not acl_enable:
+        raise fail("--acl-file needs --acl-enable", EXIT_USAGE)
+    if not acl_enable:
+        return None
+    if namesrv_only:
+        raise fail("--acl-enable applies to the broker; it cannot be used with --namesrv-only", EXIT_USAGE)
+    if acl_file is None:
+        home = os.environ.get("ROCKETMQ_HOME")
+        if not home:
+            raise fail("--acl-enable needs --acl-file PATH (or $ROCKETMQ_HOME/conf/plain_acl.yml)", EXIT_USAGE)
+        acl_file = Path(home) / "conf" / "plain_acl.yml"
+    from rocketpipe.acl import AclError, load_acl_file
+
+    try:
+        load_acl_file(acl_file)
+    except AclError as exc:
+        raise fail(f"--acl-file: {exc.remark}", EXIT_USAGE) from None
+    return str(acl_file)
+
+
 def _check_ranges(checks: list[tuple[str, int, int, int | None]]) -> None:
     """Fail with a usage error for the first ``(flag, value, low, high)`` out of ``low..high``."""
     for flag, value, low, high in checks:
@@ -276,6 +313,21 @@ def serve(
             help="Start even when a metadata JSON (topics, offsets, ...) and its .bak are both unreadable; their state starts empty.",
         ),
     ] = False,
+    acl_enable: Annotated[
+        bool,
+        typer.Option(
+            "--acl-enable",
+            help="Check every broker request against the ACL 1.0 rules of --acl-file (aclEnable); see docs/security.md.",
+        ),
+    ] = False,
+    acl_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--acl-file",
+            metavar="PATH",
+            help="plain_acl.yml for --acl-enable, reloaded when it changes (default: $ROCKETMQ_HOME/conf/plain_acl.yml).",
+        ),
+    ] = None,
     log_level: Annotated[
         LogLevel, typer.Option("--log-level", case_sensitive=False, help="Lowest level logged.")
     ] = LogLevel.INFO,
@@ -316,6 +368,7 @@ def serve(
     except InvalidArgumentError as exc:
         raise fail(f"--delete-when: {exc}", EXIT_USAGE) from None
 
+    acl_path = _check_acl(acl_enable, acl_file, namesrv_only)
     limits = ServerLimits(server_channel_max_idle_time_seconds=max_idle_seconds, server_max_connections=max_connections)
     broker_config = None
     if not namesrv_only:
@@ -339,11 +392,19 @@ def serve(
             transaction_check_interval=transaction_check_interval,
             transaction_timeout=transaction_timeout,
             transaction_check_max=transaction_check_max,
+            acl_enable=acl_enable,
+            acl_file=acl_path,
         )
     try:
         configure_logging(log_level, log_file, max_bytes=log_max_bytes, backups=log_backups)
     except OSError as exc:
         raise fail(f"cannot open --log-file {log_file}: {exc}", EXIT_USAGE) from None
+    if not acl_enable and not _is_loopback(host):
+        log.warning(
+            "listening on %s without --acl-enable: any client that can reach it may create or delete topics, "
+            "rewrite offsets and change the broker (see docs/security.md)",
+            host,
+        )
     period_s = BrokerConfig.register_name_server_period_ms / 1000
     if 0 < max_idle_seconds <= period_s:
         log.warning(

@@ -6,7 +6,7 @@ Imports: the public API of :mod:`rocketpipe.client`.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
@@ -16,6 +16,10 @@ from rich.table import Table
 from rocketpipe import eventloop
 
 from ..errors import handle_errors
+from .acl_options import AccessKeyOption, SecretKeyOption, credentials_from
+
+if TYPE_CHECKING:
+    from rocketpipe.client.config import SessionCredentials
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -28,16 +32,18 @@ NamesrvOption = Annotated[
 ]
 
 
-async def _create(namesrv: str, topic: str, queues: int, wait_s: float = 10.0) -> int:
+async def _create(
+    namesrv: str, topic: str, queues: int, wait_s: float = 10.0, credentials: SessionCredentials | None = None
+) -> int:
     """Create the topic, then wait (up to ``wait_s``) for the name server to route it.
 
     Returns:
         Queues in the topic's route (0 if the name server did not list it in time).
     """
-    from rocketpipe.client import Admin
+    from rocketpipe.client import Admin, ClientConfig
     from rocketpipe.errors import RocketMQError
 
-    async with Admin(namesrv) as admin:
+    async with Admin(config=ClientConfig(namesrv_addr=namesrv, credentials=credentials)) as admin:
         await admin.create_topic(topic, queue_nums=queues)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_s
@@ -51,10 +57,12 @@ async def _create(namesrv: str, topic: str, queues: int, wait_s: float = 10.0) -
             await asyncio.sleep(0.2)
 
 
-async def _stats(namesrv: str, topic: str) -> list[tuple[str, int, int, int]]:
-    from rocketpipe.client import Admin
+async def _stats(
+    namesrv: str, topic: str, credentials: SessionCredentials | None = None
+) -> list[tuple[str, int, int, int]]:
+    from rocketpipe.client import Admin, ClientConfig
 
-    async with Admin(namesrv) as admin:
+    async with Admin(config=ClientConfig(namesrv_addr=namesrv, credentials=credentials)) as admin:
         rows = []
         for mq in await admin.topic_queues(topic):
             rows.append((mq.broker_name, mq.queue_id, await admin.min_offset(mq), await admin.max_offset(mq)))
@@ -69,9 +77,11 @@ def create(
         int, typer.Option("--queues", "-q", min=1, max=1024, help="Read and write queues per broker.")
     ] = 8,
     namesrv: NamesrvOption = DEFAULT_NAMESRV,
+    access_key: AccessKeyOption = None,
+    secret_key: SecretKeyOption = None,
 ) -> None:
     """Create (or update) TOPIC on every master broker of the cluster."""
-    n = eventloop.run(_create(namesrv, topic, queues))
+    n = eventloop.run(_create(namesrv, topic, queues, credentials=credentials_from(access_key, secret_key)))
     if n:
         console.print(f"topic {topic}: {n} queue(s) in its route")
     else:
@@ -83,9 +93,11 @@ def create(
 def stats(
     topic: Annotated[str, typer.Argument(help="Topic name.")],
     namesrv: NamesrvOption = DEFAULT_NAMESRV,
+    access_key: AccessKeyOption = None,
+    secret_key: SecretKeyOption = None,
 ) -> None:
     """Show TOPIC's queues with their min and max offsets and message counts."""
-    rows = eventloop.run(_stats(namesrv, topic))
+    rows = eventloop.run(_stats(namesrv, topic, credentials=credentials_from(access_key, secret_key)))
     table = Table(title=f"topic {topic}", title_justify="left", box=box.SIMPLE_HEAD)
     for col in ("broker", "queue", "min offset", "max offset", "messages"):
         table.add_column(col, justify="left" if col == "broker" else "right")
