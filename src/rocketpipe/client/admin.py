@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from ..errors import (
     BrokerError,
@@ -82,6 +82,8 @@ KEY_SEPARATOR: Final = " "
 QUERY_TRACE_MAX_NUM: Final = 64
 #: RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE (Java; not in :class:`RequestCode`: no rocketpipe peer answers it).
 CLEAN_EXPIRED_CONSUMEQUEUE: Final = 306
+#: RequestCode.VIEW_BROKER_STATS_DATA (Java; not in :class:`RequestCode`: no rocketpipe peer answers it).
+VIEW_BROKER_STATS_DATA: Final = 315
 #: Long.MAX_VALUE: the trace query's default end timestamp.
 _LONG_MAX: Final = 2**63 - 1
 
@@ -925,6 +927,22 @@ class Admin:
         cmd = RemotingCommand.request(CLEAN_EXPIRED_CONSUMEQUEUE)
         await self._request(broker_addr, cmd, self._runtime.config.request_timeout)
         return True
+
+    async def view_broker_stats_data(self, broker_addr: str, stats_name: str, stats_key: str) -> dict[str, Any]:
+        """Return one statistics item of a broker (VIEW_BROKER_STATS_DATA, 315): the parsed
+        ``BrokerStatsData`` ``{"statsMinute"|"statsHour"|"statsDay": {"sum": n, "tps": x, "avgpt": x}}``.
+
+        Mirrors ``DefaultMQAdminExt.viewBrokerStatsData`` (``mqadmin statsAll``); ``stats_name`` is
+        a Java ``Stats`` name such as ``TOPIC_PUT_NUMS`` (key ``topic``) or ``GROUP_GET_NUMS`` (key
+        ``topic@group``).
+
+        Raises:
+            BrokerError: SYSTEM_ERROR when the broker has no such item;
+            RequestCodeNotSupportedError from rocketpipe's broker; TransportError.
+        """
+        cmd = RemotingCommand.request(VIEW_BROKER_STATS_DATA, {"statsName": stats_name, "statsKey": stats_key})
+        resp = await self._request(broker_addr, cmd, self._runtime.config.request_timeout)
+        return jj.as_dict(jj.loads(bytes(resp.body))) if resp.body else {}
 
     async def query_topic_consume_by_who(self, topic: str) -> set[str]:
         """Return the consumer groups of ``topic`` (QUERY_TOPIC_CONSUME_BY_WHO, 300, to each

@@ -156,6 +156,10 @@ async def test_cluster_list_and_broker_status(cluster: LocalCluster) -> None:
     out = await cli(c, "brokerStatus", "-c", CLUSTER)
     assert "brokerVersionDesc" in out and "putTps" in out
     await cli(c, "brokerStatus", code=EXIT_USAGE)
+    (row,) = await cli_json(c, "statsAll", "-t", "AdmCL")
+    assert (row["consumerGroup"], row["outMsg24Hour"], row["accumulation"]) == (None, None, 0)
+    assert "NO_CONSUMER" in await cli(c, "statsAll", "-t", "AdmCL")
+    assert await cli_json(c, "statsAll", "-t", "AdmCL", "-a") == []  # no rates from this broker: not active
 
     cfg = await cli_json(c, "getBrokerConfig", "-b", c.broker_addr)
     assert cfg[c.broker_addr]["brokerName"] == "broker-a"
@@ -264,6 +268,11 @@ async def test_consumer_progress_connections_and_reset(cluster: LocalCluster) ->
     out = await cli(c, "consumerProgress")
     assert group in out and "OFFLINE" in out
 
+    (row,) = await cli_json(c, "statsAll", "-t", topic)
+    assert (row["consumerGroup"], row["accumulation"]) == (group, 4)  # rates: 0, the broker has no stats items
+    out = await cli(c, "statsAll")
+    assert any(line.split()[:3] == [topic, group, "4"] for line in out.splitlines() if line.strip())
+
     # resetOffsetByTime: to now (nothing left), then back to the start (everything again)
     out = await cli(c, "resetOffsetByTime", "-g", group, "-t", topic, "-s", "now")
     assert "#offset" in out
@@ -341,7 +350,9 @@ async def test_query_print_send_consume_messages(cluster: LocalCluster) -> None:
     assert sent["sendStatus"] == "SEND_OK" and sent["queueId"] == 1 and sent["brokerName"] == "broker-a"
     out = await cli(c, "sendMessage", "--topic", topic, "--body", "second")
     assert "SEND_OK" in out
-    rows = await cli_json(c, "consumeMessage", "-t", topic, "-b", "broker-a", "-i", "1", "-o", str(sent["queueOffset"]))
+    rows = await cli_json(
+        c, "consumeMessage", "-t", topic, "-b", "broker-a", "-i", "1", "-o", str(sent["queueOffset"]), "-c", "1"
+    )
     assert [(r["body"], r["tags"], r["keys"]) for r in rows] == [("hello admin", "TZ", "sk")]
     rows = await cli_json(c, "consumeMessage", "-t", topic, "-c", "3")
     assert len(rows) == 3

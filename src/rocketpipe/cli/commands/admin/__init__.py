@@ -6,7 +6,7 @@ updateBrokerConfig, cleanExpiredCQ), :mod:`.topic` (topicList, topicRoute, topic
 updateTopic, deleteTopic), :mod:`.group` (updateSubGroup, deleteSubGroup, consumerProgress,
 consumerConnection, consumerStatus, producerConnection, resetOffsetByTime, setConsumeMode) and
 :mod:`.message` (queryMsgById, queryMsgByKey, queryMsgByOffset, queryMsgByUniqueKey, printMsg,
-sendMessage, consumeMessage, resendMsgById). Every command takes ``-n/--namesrvAddr`` and
+sendMessage, consumeMessage, resendMsgById) and :mod:`.stats` (statsAll). Every command takes ``-n/--namesrvAddr`` and
 ``--json``; exit codes are those of :mod:`rocketpipe.cli.errors`.
 
 Imports: the public API of :mod:`rocketpipe.client`.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import typer
 
-from . import cluster, group, message, topic
+from . import cluster, group, message, stats, topic
 
 admin_app = typer.Typer(
     name="admin",
@@ -24,7 +24,7 @@ admin_app = typer.Typer(
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-for _module in (cluster, topic, group, message):
+for _module in (cluster, topic, group, message, stats):
     _module.register(admin_app)
 
 __all__ = ["admin_app"]
