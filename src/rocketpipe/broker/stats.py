@@ -104,15 +104,17 @@ class BrokerStats:
         self.put_size_total += size
         if counted and not is_system_topic(topic):
             self.put_nums += msgs
-        row = self.topic_puts.get((topic, counted))
+        key = (topic, counted)
+        row = self.topic_puts.get(key)
         if row is None:
-            row = self.topic_puts[(topic, counted)] = [0] * (PUT_ROW_BUCKETS + len(MESSAGE_SIZE_BUCKETS) + 1)
+            row = self.topic_puts[key] = [0] * (PUT_ROW_BUCKETS + len(MESSAGE_SIZE_BUCKETS) + 1)
         row[0] += msgs
         row[1] += size
         if msgs > 0:
             avg = size // msgs
             row[2] += avg
-            row[PUT_ROW_BUCKETS + bisect_left(MESSAGE_SIZE_BUCKETS, avg)] += 1
+            # most messages fit the first bucket: no bisect for them
+            row[PUT_ROW_BUCKETS if avg <= 1024 else PUT_ROW_BUCKETS + bisect_left(MESSAGE_SIZE_BUCKETS, avg)] += 1
 
     def on_get(self, topic: str, msgs: int, *, group: str = "", size: int = -1) -> None:
         """Count ``msgs`` messages (``size`` bytes, -1 = not given) handed to ``group`` from ``topic``."""
