@@ -141,6 +141,9 @@ async def test_scraped_counters_match_what_was_sent_and_consumed(cluster: LocalC
             assert total(s, "rocketmq_consumer_connections", **conn) == 1
         assert total(s, "rocketmq_topic_number", node_type="broker") == len(cluster.broker.topics.topics)
         assert total(s, "rocketmq_namesrv_live_brokers", cluster="DefaultCluster", node_type="namesrv") == 1
+        routed = cluster.namesrv.routes.topic_list().topic_list
+        assert TOPIC in routed
+        assert total(s, "rocketmq_namesrv_topic_number", node_id=cluster.namesrv_addr) == len(routed)
         assert total(s, "rocketmq_storage_size_bytes", node_id="broker-a") > 0
     finally:
         await a.close()
