@@ -67,6 +67,7 @@ KNOWN_OPTIONS: Final = frozenset(
         "pullconcurrency",
         "numpartitions",
         "clientfactory",
+        "pushfilters",
         # Spark adds "path" for load(path); tolerated and ignored.
         "path",
     }
@@ -76,7 +77,7 @@ _SOURCE_UNKNOWN_HINT: Final = (
     "for format('rocketmq'); known options are nameServer, topic, startingOffsets, endingOffsets, "
     "startingTimestamp, startingOffsetsByTimestamp, startingOffsetsByTimestampStrategy, endingTimestamp, "
     "endingOffsetsByTimestamp, maxOffsetsPerTrigger, failOnDataLoss, pullBatchSize, pullTimeoutMs, "
-    "pullConcurrency, numPartitions"
+    "pullConcurrency, numPartitions, pushFilters"
 )
 
 DEFAULT_PULL_BATCH_SIZE: Final = 1024
@@ -113,6 +114,9 @@ class SourceOptions:
             over ``endingOffsets``), or ``None``.
         starting_timestamp_strategy: ``startingOffsetsByTimestampStrategy``: ``"error"``
             (default) or ``"latest"`` for a queue with no message at or after its timestamp.
+        push_filters: ``pushFilters``: the batch reader takes the filters Spark pushes down
+            (Spark then also needs ``spark.sql.python.filterPushdown.enabled=true``); default
+            ``False``.
     """
 
     name_server: str
@@ -130,6 +134,7 @@ class SourceOptions:
     starting_timestamps: TimestampSpec | None = None
     ending_timestamps: TimestampSpec | None = None
     starting_timestamp_strategy: Literal["error", "latest"] = "error"
+    push_filters: bool = False
 
 
 def _get(options: Mapping[str, str], name: str) -> str | None:
@@ -277,6 +282,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         starting_timestamps=starting_ts,
         ending_timestamps=ending_ts,
         starting_timestamp_strategy="latest" if strategy == "latest" else "error",
+        push_filters=_parse_bool(lowered, "pushFilters", False),
     )
 
 

@@ -29,14 +29,14 @@ import logging
 import struct
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, Final, Protocol
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, Filter, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from ..errors import (
@@ -61,6 +61,7 @@ from .offsets import (
     split_ranges,
 )
 from .options import SourceOptions
+from .pushdown import PushedFilters, narrow, push_filters
 
 log = logging.getLogger(__name__)
 
@@ -749,8 +750,24 @@ class RocketMQBatchReader(DataSourceReader):
                 end = dict(maxs)
             else:
                 end = resolve_offsets(opts.ending_offsets, queues, mins, maxs, default="latest", option="endingOffsets")
+            self._check_ends(queues, start, end, maxs)
+            queues, start, end = self._narrow(queues, start, end, client)
         finally:
             client.close()
+        ranges = plan_ranges(start, end)
+        log.info("batch read of %d rows in %d ranges", sum(r.size for r in ranges), len(ranges))
+        return make_partitions(ranges, opts.num_partitions, ClientSpec.from_options(opts))
+
+    def _narrow(
+        self, queues: list[MessageQueue], start: Offsets, end: Offsets, client: _DriverClient
+    ) -> tuple[list[MessageQueue], Offsets, Offsets]:
+        """The queues and offsets to read of the planned ``[start, end)`` (all of them here;
+        :class:`RocketMQPushdownBatchReader` applies pushed filters)."""
+        return queues, start, end
+
+    @staticmethod
+    def _check_ends(queues: list[MessageQueue], start: Offsets, end: Offsets, maxs: Offsets) -> None:
+        """Raise InvalidArgumentError for an end beyond a queue's max offset or before its start."""
         for mq in queues:
             if end[mq] > maxs[mq]:
                 raise InvalidArgumentError(
@@ -762,13 +779,44 @@ class RocketMQBatchReader(DataSourceReader):
                     f"start offset {start[mq]} is after end offset {end[mq]} for {mq.topic} "
                     f"{mq.broker_name}:{mq.queue_id}; fix startingOffsets/endingOffsets"
                 )
-        ranges = plan_ranges(start, end)
-        log.info("batch read of %d rows in %d ranges", sum(r.size for r in ranges), len(ranges))
-        return make_partitions(ranges, opts.num_partitions, ClientSpec.from_options(opts))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Pull the partition's ranges (executor side); yields Arrow record batches."""
         return read_partition(partition)
+
+
+class RocketMQPushdownBatchReader(RocketMQBatchReader):
+    """:class:`RocketMQBatchReader` that takes the filters Spark pushes down (option
+    ``pushFilters=true``; Spark ≥ 4.1 calls :meth:`pushFilters` only with
+    ``spark.sql.python.filterPushdown.enabled=true`` and refuses a reader that has the method
+    when that is off, hence a separate class).
+
+    What is pushed and how: :mod:`rocketpipe.spark.pushdown`.
+    """
+
+    def __init__(self, options: SourceOptions) -> None:
+        super().__init__(options)
+        self._pushed = PushedFilters()
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        """Keep the filters that narrow the pulls; return those Spark must still evaluate."""
+        self._pushed, remaining = push_filters(filters)
+        return remaining
+
+    def _narrow(
+        self, queues: list[MessageQueue], start: Offsets, end: Offsets, client: _DriverClient
+    ) -> tuple[list[MessageQueue], Offsets, Offsets]:
+        pushed = self._pushed
+        if not pushed.described:
+            return queues, start, end
+        lo, hi = narrow(pushed, queues, start, end, client.admin().search_offset)
+        kept = [mq for mq in queues if mq in lo]
+        before, after = sum(end[mq] - start[mq] for mq in queues), sum(hi[mq] - lo[mq] for mq in kept)
+        log.info(
+            "pushed filters %s: %d of %d queues, %d of %d messages to pull",
+            "; ".join(pushed.described), len(kept), len(queues), after, before,
+        )  # fmt: skip
+        return kept, lo, hi
 
 
 class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

@@ -127,14 +127,18 @@ class RocketMQDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        """A batch reader over ``[startingOffsets, endingOffsets)``.
+        """A batch reader over ``[startingOffsets, endingOffsets)``; with option
+        ``pushFilters=true`` one that narrows its pulls by the filters Spark pushes down.
 
         Raises:
             SourceOptionError: invalid options, or a schema that is not a subset of :data:`SCHEMA`.
         """
-        from .reader import RocketMQBatchReader
+        from .reader import RocketMQBatchReader, RocketMQPushdownBatchReader
 
-        return RocketMQBatchReader(_source_options(self.options, schema, streaming=False))
+        options = _source_options(self.options, schema, streaming=False)
+        if options.push_filters:
+            return RocketMQPushdownBatchReader(options)
+        return RocketMQBatchReader(options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """A micro-batch stream reader.
