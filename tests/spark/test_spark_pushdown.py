@@ -92,8 +92,8 @@ def test_store_time_bounds_cover_every_matching_row() -> None:
 
 def test_narrow_shrinks_ranges_and_searches_kept_queues_only() -> None:
     queues = QUEUES[:4]  # TA broker-a 0..3
-    start = {mq: 0 for mq in queues}
-    end = {mq: 100 for mq in queues}
+    start = dict.fromkeys(queues, 0)
+    end = dict.fromkeys(queues, 100)
     searched: list[tuple[MessageQueue, int]] = []
 
     def search(mq: MessageQueue, ms: int) -> int:

@@ -110,7 +110,9 @@ def test_queue_and_offset_filters_prune_queues_and_ranges(spark, cluster, stored
     ns, messages = stored["ns"], stored["messages"]
     want = {bytes(m.body) for m in messages if m.queue_id in (1, 2) and 10 <= m.queue_offset < 13}
     assert len(want) == 6
-    df = _df(spark, ns).where(F.col("queue_id").isin(1, 2) & (F.col("queue_offset") >= 10) & (F.col("queue_offset") < 13))
+    df = _df(spark, ns).where(
+        F.col("queue_id").isin(1, 2) & (F.col("queue_offset") >= 10) & (F.col("queue_offset") < 13)
+    )
     rows, pulled = _pulled(cluster, lambda: _bodies(df))
     assert rows == want and pulled == 6
     # a filter that is not pushed (tags) leaves the rest pushed and is applied by Spark
