@@ -50,6 +50,28 @@ log = logging.getLogger(__name__)
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 
 
+def _java_string_hash(text: str) -> int:
+    """``String.hashCode`` (UTF-16 code units, 32-bit overflow)."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+def java_hash_map_order(keys: list[str]) -> dict[str, int]:
+    """Position of each key when a ``java.util.HashMap`` filled with ``keys`` (in this order) is
+    iterated: by bucket ``(h ^ h >>> 16) & (capacity - 1)`` at the final capacity (16, doubled
+    while the size exceeds 3/4 of it), then by insertion within a bucket."""
+    capacity = 16
+    while len(keys) > capacity * 3 // 4:
+        capacity *= 2
+    order = sorted(
+        range(len(keys)), key=lambda i: (((h := _java_string_hash(keys[i])) ^ (h >> 16)) & (capacity - 1), i)
+    )
+    return {keys[i]: pos for pos, i in enumerate(order)}
+
+
 class _Peer(Protocol):
     @property
     def remote_address(self) -> str: ...
@@ -150,15 +172,20 @@ class PlainPermissionManager:
             raise AclError(
                 f"Need admin permission for request code={res.request_code}, but accessKey={owned.access_key} is not"
             )
+        denied: list[tuple[str, str]] = []
         for resource, needed in res.resource_perms.items():
             is_group = resource.startswith("%RETRY%")
             perm = owned.resource_perms.get(resource)
             if perm is None:
                 default = owned.default_group_perm if is_group else owned.default_topic_perm
                 if not check_permission(needed, default):
-                    raise AclError(f"No default permission for {_print(resource)}")
+                    denied.append((resource, f"No default permission for {_print(resource)}"))
             elif not check_permission(needed, perm):
-                raise AclError(f"No permission for {_print(resource)}")
+                denied.append((resource, f"No permission for {_print(resource)}"))
+        if denied:
+            # Java walks a HashMap and reports the first refusal in *its* order
+            first = java_hash_map_order(list(res.resource_perms))
+            raise AclError(min(denied, key=lambda d: first[d[0]])[1])
 
     def guard(self, cmd: RemotingCommand, conn: _Peer) -> RemotingCommand | None:
         """The router guard: None when ``cmd`` may run, else the NO_PERMISSION response."""

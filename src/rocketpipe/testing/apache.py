@@ -440,12 +440,17 @@ def start_apache_cluster(
     timeout: float = 120.0,
     broker_conf: dict[str, str] | None = None,
     broker_jvm_opts: Sequence[str] = JVM_OPTS,
+    plain_acl: str | None = None,
 ) -> ApacheCluster:
     """Start an Apache name server and broker ``version`` under ``work_dir``; wait until they serve.
 
     ``broker_jvm_opts`` replaces :data:`JVM_OPTS` for the broker JVM only (e.g. a larger heap and
     the C2 compiler for a benchmark; keep the ``--add-opens`` options); the name server always
     runs with :data:`JVM_OPTS`.
+
+    ``plain_acl`` (the text of a plain_acl.yml) turns on the broker's ACL 1.0
+    (``aclEnable=true``, the file written to ``$ROCKETMQ_HOME/conf/plain_acl.yml``). Only 4.x and
+    5.0–5.2 brokers have ACL 1.0; 5.3 keeps ``aclEnable`` but ignores it (ACL 2.0 replaced it).
 
     The name server is ready when it answers GET_BROKER_CLUSTER_INFO (106); the cluster is
     ready when that answer lists our broker at its address. Stop it with
@@ -482,7 +487,11 @@ def start_apache_cluster(
         # listenPort, the fast ("VIP") port listenPort-2 and the HA port listenPort+1
         port = _free_port_block((-2, 0, 1))
         cluster.broker_addr = f"127.0.0.1:{port}"
-        (home / "broker.conf").write_text(_broker_conf(version, home, ns_addr, port, broker_conf or {}))
+        extra_conf = dict(broker_conf or {})
+        if plain_acl is not None:
+            (home / "conf" / "plain_acl.yml").write_text(plain_acl, encoding="utf-8")
+            extra_conf["aclEnable"] = "true"
+        (home / "broker.conf").write_text(_broker_conf(version, home, ns_addr, port, extra_conf))
         broker = start_java(
             "broker",
             java_command(

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from rocketpipe.acl import AclError, Permission, PlainPermissionManager, SessionCredentials, load_acl_file, sign_request
+from rocketpipe.acl.validator import java_hash_map_order
 from rocketpipe.protocol.codes import RequestCode, ResponseCode
 from rocketpipe.protocol.command import RemotingCommand
 
@@ -165,3 +166,38 @@ def test_reload_interval_limits_stat_calls(tmp_path: Path) -> None:
     _deny(manager, _signed(RequestCode.PULL_MESSAGE, pull))
     now[0] += 5.0
     assert manager.guard(_signed(RequestCode.PULL_MESSAGE, pull), _Peer("127.0.0.1:1")) is None
+
+
+def test_java_hash_map_order_matches_java() -> None:
+    # printed by java.util.HashMap.keySet() (JDK 17) after putting the keys in this order
+    keys = ["AclInteropTopic", "%RETRY%acl-interop-cg", "TopicA", "%RETRY%cg", "T1", "T2", "%RETRY%groupé"]
+    keys += ["zz", "a", "b", "c", "d", "e", "f", "g"]
+    java = [
+        "%RETRY%groupé",
+        "zz",
+        "a",
+        "b",
+        "c",
+        "d",
+        "e",
+        "f",
+        "g",
+        "%RETRY%acl-interop-cg",
+        "%RETRY%cg",
+        "TopicA",
+        "T1",
+        "AclInteropTopic",
+        "T2",
+    ]
+    pos = java_hash_map_order(keys)
+    assert sorted(keys, key=pos.__getitem__) == java
+    pos = java_hash_map_order(keys[:3])
+    assert sorted(keys[:3], key=pos.__getitem__) == ["%RETRY%acl-interop-cg", "TopicA", "AclInteropTopic"]
+
+
+def test_several_refusals_report_the_first_in_javas_order(manager: PlainPermissionManager) -> None:
+    # topic PUB only, group DENY: Java's HashMap iterates [TopicA, %RETRY%GroupX] (JDK 17)
+    pull = {"topic": "TopicA", "consumerGroup": "GroupX", "queueId": "0"}
+    assert _deny(manager, _signed(RequestCode.PULL_MESSAGE, pull)) == "No permission for topic:TopicA"
+    # whatever the insertion order, the iteration order is Java's
+    assert java_hash_map_order(["%RETRY%GroupX", "TopicA"]) == {"TopicA": 0, "%RETRY%GroupX": 1}
