@@ -150,3 +150,102 @@ async def test_consumer_progress_lag(java_client: JavaClient, apache_5: ApacheCl
         for m in re.finditer(rf"^{re.escape(topic)}\s+\S+\s+(\d+)\s+(\d+)\s+(\d+)", out, re.M)
     }
     assert {r["queueId"]: (r["brokerOffset"], r["consumerOffset"]) for r in data["queues"]} == their_rows
+
+
+async def test_sub_group_producer_connection_stats_and_key(java_client: JavaClient, apache_5: ApacheCluster) -> None:
+    ac = apache_5
+    group = unique("admclisub")
+    data = await ours(ac, "updateSubGroup", "-b", ac.broker_addr, "-g", group, "-r", "5", "-q", "2")
+    assert data["brokerAddrs"] == [ac.broker_addr]
+    out = await theirs(java_client, ac, "getConsumerConfig", "-g", group)
+    fields = dict(re.findall(r"^(\w+)\s*=\s+(.*?)\s*$", out, re.M))
+    assert (fields["groupName"], fields["retryMaxTimes"], fields["retryQueueNums"]) == (group, "5", "2")
+    data = await ours(ac, "deleteSubGroup", "-b", ac.broker_addr, "-g", group)
+    assert data["brokerAddrs"] == [ac.broker_addr]
+    _, out = await java_client.mqadmin(ac.namesrv_addr, "getConsumerConfig", "-g", group)
+    assert f"groupName{' ' * 31}=  {group}" not in out and "retryMaxTimes" not in out, out[-2000:]
+
+    topic, pgroup = unique("AdmCliPc"), unique("admclipg")
+    await ours(ac, "updateTopic", "-b", ac.broker_addr, "-t", topic, "-r", "2", "-w", "2")
+    async with Producer(pgroup, namesrv_addr=ac.namesrv_addr) as p:
+        results = [await p.send(Message.build(topic, f"p{i}", keys=["PK"])) for i in range(3)]
+
+        async def listed() -> bool:
+            result = await asyncio.to_thread(
+                runner.invoke,
+                app,
+                ["admin", "producerConnection", "-g", pgroup, "-t", topic, "--json", "-n", ac.namesrv_addr],
+            )
+            return result.exit_code == 0 and len(orjson.loads(result.stdout)) == 1
+
+        await wait_until(listed, timeout=40, interval=0.5, what="producer registered on the broker")
+        (row,) = await ours(ac, "producerConnection", "-g", pgroup, "-t", topic)
+        out = await theirs(java_client, ac, "producerConnection", "-g", pgroup, "-t", topic)
+        assert row["clientId"] in out and "PYTHON" in out and row["language"] == "PYTHON"
+
+    (stats,) = await ours(ac, "statsAll", "-t", topic)
+    out = await theirs(java_client, ac, "statsAll", "-t", topic)
+    line = next(line for line in out.splitlines() if line.startswith(topic))
+    assert line.split()[-1] == "NO_CONSUMER" and stats["outMsg24Hour"] is None
+    assert int(line.split()[-2]) == stats["inMsg24Hour"]  # the broker's TOPIC_PUT_NUMS item
+
+    async def indexed() -> bool:
+        return len(await ours(ac, "queryMsgByKey", "-t", topic, "-k", "PK")) == 3
+
+    await wait_until(indexed, timeout=40, interval=0.5, what="3 messages indexed under PK")
+    rows = await ours(ac, "queryMsgByKey", "-t", topic, "-k", "PK")
+    out = await theirs(java_client, ac, "queryMsgByKey", "-t", topic, "-k", "PK")
+    assert sorted(r["msgId"] for r in rows) == sorted(r.msg_id for r in results)
+    assert all(r["msgId"] in out for r in rows)
+
+
+async def test_resend_from_dlq(java_client: JavaClient, apache_5: ApacheCluster) -> None:
+    ac = apache_5
+    topic, group = unique("AdmCliDlq"), unique("admclidlq")
+    await ours(ac, "updateTopic", "-b", ac.broker_addr, "-t", topic, "-r", "1", "-w", "1")
+    (sent,) = await send_some(ac, topic, 1)
+    failing = PushConsumer(
+        group,
+        namesrv_addr=ac.namesrv_addr,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        max_reconsume_times=0,
+    )
+    failing.subscribe(topic, "*")
+
+    async def fail_all(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        return ConsumeConcurrentlyStatus.RECONSUME_LATER
+
+    failing.register_message_listener(fail_all)
+    dlq = f"%DLQ%{group}"
+
+    async def in_dlq() -> bool:
+        result = await asyncio.to_thread(
+            runner.invoke,
+            app,
+            ["admin", "queryMsgByUniqueKey", "-i", sent.msg_id, "-t", dlq, "--json", "-n", ac.namesrv_addr],
+        )
+        return result.exit_code == 0
+
+    async with failing:
+        await wait_until(in_dlq, timeout=60, interval=1, what="message in the DLQ")
+    (entry,) = await ours(ac, "queryMsgById", "-t", dlq, "-i", sent.msg_id)
+    out = await theirs(java_client, ac, "queryMsgById", "-t", dlq, "-i", sent.msg_id)
+    assert f"Topic:               {dlq}" in out and f"Queue Offset:        {entry['message']['queueOffset']}" in out
+
+    (row,) = await ours(ac, "resendMsgById", "-t", dlq, "-i", entry["message"]["offsetMsgId"])
+    assert row["toTopic"] == f"%RETRY%{group}" and row["sendStatus"] == "SEND_OK"
+    got: list[MessageExt] = []
+    ok = PushConsumer(
+        group, namesrv_addr=ac.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
+    ok.subscribe(topic, "*")
+
+    async def take(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        got.extend(msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    ok.register_message_listener(take)
+    async with ok:
+        await wait_until(lambda: any(m.body == b"m0" for m in got), timeout=60, what="resent message consumed")
+    resent = next(m for m in got if m.body == b"m0")
+    assert resent.topic == topic and resent.msg_id == sent.msg_id
