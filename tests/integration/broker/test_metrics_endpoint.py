@@ -131,12 +131,14 @@ async def test_scraped_counters_match_what_was_sent_and_consumed(cluster: LocalC
                 total(s, "rocketmq_consumer_lag_messages", topic=TOPIC, consumer_group="metrics-cg-a") == N - 25
                 and total(s, "rocketmq_consumer_lag_messages", topic=TOPIC, consumer_group="metrics-cg-b") == N - 7
                 # each group's fetcher pulls the whole topic ahead of the polls
-                and total(s, "rocketmq_messages_out_total", topic=TOPIC) == 2 * N
+                and total(s, "rocketmq_messages_out_total", topic=TOPIC, consumer_group="metrics-cg-a") == N
+                and total(s, "rocketmq_messages_out_total", topic=TOPIC, consumer_group="metrics-cg-b") == N
             )
 
         await wait_until(lag_and_out, timeout=30.0, what="lag per group and messages out on the endpoint")
         s = await scrape(server)
-        for group in ("metrics-cg-a", "metrics-cg-b"):
+        for group in ("metrics-cg-a", "metrics-cg-b"):  # bytes out: every record once per group
+            assert total(s, "rocketmq_throughput_out_total", topic=TOPIC, consumer_group=group) == sum(sizes)
             conn = {"consumer_group": group, "consume_mode": "pull", "language": "python", "is_system": "false"}
             assert total(s, "rocketmq_consumer_connections", **conn) == 1
         assert total(s, "rocketmq_topic_number", node_type="broker") == len(cluster.broker.topics.topics)

@@ -317,7 +317,7 @@ class PopProcessor:
             self._advance(group, topic, queue_id, offset)
             res = b.store.get_message(topic, queue_id, offset, want, tag_filter=tag_filter)
         if res.buffers:
-            b.stats.on_get(topic, len(res.buffers))
+            b.stats.on_get(topic, len(res.buffers), group=group, size=res.buffer_total_size)
             offsets = [_QUEUE_OFFSET.unpack_from(buf, _QUEUE_OFFSET_POS)[0] for buf in res.buffers]
             svc.table.add(
                 group=group,

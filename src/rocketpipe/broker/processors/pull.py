@@ -279,7 +279,7 @@ class PullProcessor:
         )
         body: bytes | memoryview = b""
         if code == ResponseCode.SUCCESS:
-            self.broker.stats.on_get(topic, result.message_count)
+            self.broker.stats.on_get(topic, result.message_count, group=gcfg.group_name, size=result.buffer_total_size)
             bufs = result.buffers if result.runs is None else result.runs
             body = bufs[0] if len(bufs) == 1 else b"".join(bufs)
         return cmd.response(int(code), status, rh.to_ext_fields(), body)
