@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from interop_support import unique
+from interop_support import JavaClient, unique
 
 from rocketpipe import ConsumeFromWhere, Message
 from rocketpipe.acl import SessionCredentials
@@ -26,6 +26,7 @@ from rocketpipe.client import ClientConfig, LitePullConsumer, Producer
 from rocketpipe.protocol.codes import RequestCode, ResponseCode
 from rocketpipe.protocol.command import RemotingCommand
 from rocketpipe.testing.apache import APACHE_VERSIONS, ApacheCluster, ApacheUnavailableError, apache_cluster
+from rocketpipe.testing.cluster import local_cluster
 from rocketpipe.transport import ConnectionPool
 
 TOPIC = "AclInteropTopic"
@@ -168,3 +169,30 @@ async def test_rocketpipe_clients_with_credentials_on_apache_4(apache_acl: Apach
             while not set(bodies) <= got:
                 got |= {bytes(m.body).decode() for m in await consumer.poll(0.5)}
     assert set(bodies) <= got
+
+
+async def test_java_clients_with_acl_client_rpc_hook_on_rocketpipe(java_client: JavaClient, tmp_path: Path) -> None:
+    """Java's own signer (``AclClientRPCHook``, clients 5.3.3 and 4.9.8) against rocketpipe's check."""
+    acl = tmp_path / "plain_acl.yml"
+    acl.write_text(ACL, encoding="utf-8")
+    async with local_cluster(
+        tmp_path / "store", acl_enable=True, acl_file=str(acl), auto_create_topic_enable=False
+    ) as c:
+        resp = await _call(c.broker_addr, ADMIN, _create_topic(TOPIC))
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+        out = await java_client.run(AclScenarioArgs.name, c.namesrv_addr, *AclScenarioArgs.args(), timeout=120)
+        assert [s["status"] for s in out["sent"]] == ["SEND_OK"] * 3
+        # NO_PERMISSION is in the Java producer's retry set, so it arrives wrapped in MQClientException
+        assert "CODE: 16  DESC: Check signature failed for accessKey=producer1" in out["wrongSecret"], out
+        assert sorted(out["polled"]) == ["acl-0", "acl-1", "acl-2"]
+        assert c.broker.store.get_max_offset(TOPIC, 0) == 3
+
+
+class AclScenarioArgs:
+    """``AclScenario``: namesrv topic group pubAk pubSk subAk subSk n timeoutSeconds."""
+
+    name = "AclScenario"
+
+    @staticmethod
+    def args() -> list[str]:
+        return [TOPIC, GROUP, PUB.access_key, PUB.secret_key, SUB.access_key, SUB.secret_key, "3", "60"]
