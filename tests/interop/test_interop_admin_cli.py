@@ -249,3 +249,37 @@ async def test_resend_from_dlq(java_client: JavaClient, apache_5: ApacheCluster)
         await wait_until(lambda: any(m.body == b"m0" for m in got), timeout=60, what="resent message consumed")
     resent = next(m for m in got if m.body == b"m0")
     assert resent.topic == topic and resent.msg_id == sent.msg_id
+
+
+async def test_reset_offset_without_consumer_on_apache_4(java_client: JavaClient, apache_4: ApacheCluster) -> None:
+    """A 4.x broker answers CONSUMER_NOT_ONLINE when nobody of the group is connected; the
+    command then commits the offsets itself, as mqadmin's ResetOffsetByTimeOldCommand."""
+    ac = apache_4
+    topic, group = unique("AdmCliReset"), unique("admclireset")
+    await ours(ac, "updateTopic", "-b", ac.broker_addr, "-t", topic, "-r", "2", "-w", "2")
+    await send_some(ac, topic, 4)
+    got: list[MessageExt] = []
+    consumer = PushConsumer(
+        group, namesrv_addr=ac.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
+    consumer.subscribe(topic, "*")
+
+    async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        got.extend(msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer.register_message_listener(listener)
+    async with consumer:
+        await wait_until(lambda: len(got) >= 4, timeout=40, what="4 messages consumed")
+        await consumer.persist_offsets()
+    assert (await ours(ac, "consumerProgress", "-g", group))["diffTotal"] == 0
+
+    data = await ours(ac, "resetOffsetByTime", "-g", group, "-t", topic, "-s", "0")
+    assert data["old"] is True
+    assert {r["queueId"]: r["offset"] for r in data["offsets"]} == {0: 0, 1: 0}
+    assert sum(r["consumerOffset"] for r in data["offsets"]) == 4
+    assert (await ours(ac, "consumerProgress", "-g", group))["diffTotal"] == 4
+    # mqadmin 5.3.3's consumerProgress cannot check this on a 4.9 broker: it asks for
+    # GET_TOPIC_CONFIG (351), which 4.9 does not support; rocketpipe's command does not need it
+    _, out = await java_client.mqadmin(ac.namesrv_addr, "consumerProgress", "-g", group)
+    assert "request type 351 not supported" in out

@@ -27,7 +27,14 @@ from ..errors import (
     error_for_response,
 )
 from ..protocol.bodies import javajson as jj
-from ..protocol.bodies.admin import ConsumeStats, GroupList, ResetOffsetBody, SubscriptionGroupConfig, TopicStatsTable
+from ..protocol.bodies.admin import (
+    ConsumeStats,
+    GroupList,
+    OffsetWrapper,
+    ResetOffsetBody,
+    SubscriptionGroupConfig,
+    TopicStatsTable,
+)
 from ..protocol.bodies.consumer import Connection, ConsumerConnection, ConsumerRunningInfo
 from ..protocol.bodies.route import ClusterInfo, KVTable, TopicList
 from ..protocol.codes import RequestCode, ResponseCode
@@ -104,6 +111,27 @@ def parse_properties(text: str) -> dict[str, str]:
             key, _, value = line.partition(":")
         out[key.strip()] = value.strip()
     return out
+
+
+@dataclass(slots=True)
+class RollbackStats:
+    """One queue of :meth:`Admin.reset_offset_by_timestamp_old` (Java ``RollbackStats``); offsets
+    are queue offsets.
+
+    Attributes:
+        broker_name / queue_id: the queue.
+        broker_offset: its max offset.
+        consumer_offset: the group's offset before the reset.
+        timestamp_offset: the offset found for the timestamp.
+        rollback_offset: the offset committed (``consumer_offset`` when it was left alone).
+    """
+
+    broker_name: str
+    queue_id: int
+    broker_offset: int
+    consumer_offset: int
+    timestamp_offset: int
+    rollback_offset: int
 
 
 @dataclass(slots=True)
@@ -674,6 +702,102 @@ class Admin:
             if resp.body:
                 table.update(ResetOffsetBody.decode(bytes(resp.body)).offset_table)
         return table
+
+    async def reset_offset_by_queue_id(
+        self, broker_addr: str, group: str, topic: str, queue_id: int, offset: int
+    ) -> dict[MessageQueue, int]:
+        """Set ``group``'s offset of one queue of ``topic`` on ``broker_addr`` to ``offset``.
+
+        Mirrors ``DefaultMQAdminExt.resetOffsetByQueueId`` (``mqadmin resetOffsetByTime -b -q``):
+        UPDATE_CONSUMER_OFFSET (15), then INVOKE_BROKER_TO_RESET_OFFSET (222) with ``queueId``
+        and ``offset`` so a 5.x broker makes the group's next pull of the queue move there.
+
+        Returns:
+            The broker's ``ResetOffsetBody`` table (may be empty, e.g. from a 4.x broker).
+
+        Raises:
+            BrokerError: the broker refused (e.g. an offset outside the queue's range, an unknown
+            group or topic); TransportError.
+        """
+        rt = self._runtime
+        t = rt.config.request_timeout
+        mq = MessageQueue(topic, "", queue_id)
+        await rpc.update_consumer_offset(rt.pool, broker_addr, group, mq, offset, t)
+        h = ResetOffsetRequestHeader(group=group, topic=topic, timestamp=0, queue_id=queue_id, offset=offset)
+        resp = await self._request(
+            broker_addr, RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, h.to_ext_fields()), t
+        )
+        return ResetOffsetBody.decode(bytes(resp.body)).offset_table if resp.body else {}
+
+    async def search_offset_on(self, broker_addr: str, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """:meth:`search_offset` on a given broker address (SEARCH_OFFSET_BY_TIMESTAMP, 29).
+
+        Raises:
+            BrokerError / TransportError.
+        """
+        t = self._runtime.config.request_timeout
+        return await rpc.search_offset(
+            self._runtime.pool, broker_addr, MessageQueue(topic, "", queue_id), timestamp_ms, t
+        )
+
+    async def reset_offset_by_timestamp_old(
+        self, group: str, topic: str, timestamp_ms: int, force: bool = True
+    ) -> list[RollbackStats]:
+        """Reset ``group``'s offsets on ``topic`` by committing them directly (no consumer needed).
+
+        Mirrors ``DefaultMQAdminExt.resetOffsetByTimestampOld`` (mqadmin's fallback when a 4.x
+        broker answers CONSUMER_NOT_ONLINE, ``ResetOffsetByTimeOldCommand``): per broker of the
+        route, the group's queues of ``topic`` from GET_CONSUME_STATS (or, when it has none there,
+        every read queue from GET_TOPIC_STATS_INFO with consumer offset = min offset); the target
+        is the first offset stored at or after ``timestamp_ms`` (-1: the max offset) and is
+        committed with UPDATE_CONSUMER_OFFSET when ``force`` or when it is not ahead of the
+        consumer offset. Running consumers overwrite it with their next commit.
+
+        Returns:
+            One :class:`RollbackStats` per queue.
+
+        Raises:
+            TopicNotExistError: no route; BrokerError / TransportError.
+        """
+        rt = self._runtime
+        t = rt.config.request_timeout
+        route = await self.topic_route(topic)
+        read_nums = {qd.broker_name: qd.read_queue_nums for qd in route.queue_datas}
+        out: list[RollbackStats] = []
+        for bd in route.broker_datas:
+            addr = bd.select_broker_addr()
+            if addr is None:
+                continue
+            h = GetConsumeStatsRequestHeader(consumer_group=group)
+            resp = await self._request(
+                addr, RemotingCommand.request(RequestCode.GET_CONSUME_STATS, h.to_ext_fields()), t
+            )
+            table = {mq: w for mq, w in ConsumeStats.decode(bytes(resp.body)).offset_table.items() if mq.topic == topic}
+            if not table:
+                hs = GetTopicStatsInfoRequestHeader(topic=topic)
+                resp = await self._request(
+                    addr, RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, hs.to_ext_fields()), t
+                )
+                stats = TopicStatsTable.decode(bytes(resp.body)).offset_table
+                for q in range(read_nums.get(bd.broker_name, 0)):
+                    mq = MessageQueue(topic, bd.broker_name, q)
+                    o = stats.get(mq)
+                    table[mq] = OffsetWrapper(
+                        broker_offset=o.max_offset if o else 0, consumer_offset=o.min_offset if o else 0
+                    )
+            for mq, w in sorted(table.items(), key=lambda kv: kv[0].queue_id):
+                if timestamp_ms == -1:
+                    target = await rpc.get_max_offset(rt.pool, addr, mq, t)
+                else:
+                    target = await rpc.search_offset(rt.pool, addr, mq, timestamp_ms, t)
+                stats_row = RollbackStats(
+                    mq.broker_name, mq.queue_id, w.broker_offset, w.consumer_offset, target, w.consumer_offset
+                )
+                if force or target <= w.consumer_offset:
+                    stats_row.rollback_offset = target
+                    await rpc.update_consumer_offset(rt.pool, addr, group, mq, target, t)
+                out.append(stats_row)
+        return out
 
     # ------------------------------------------------------------------ consumer clients (via a broker)
 

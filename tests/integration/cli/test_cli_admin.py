@@ -226,6 +226,7 @@ async def test_consumer_progress_connections_and_reset(cluster: LocalCluster) ->
             assert data["messageModel"] == "CLUSTERING"
             out = await cli(c, "consumerConnection", "--consumerGroup", group, "-b", c.broker_addr)
             assert conn["clientId"] in out and "TA || TB" in out and "MessageModel: CLUSTERING" in out
+            assert conn["versionDesc"] == "V4_9_8" and "V4_9_8" in out
 
             (info,) = await cli_json(c, "consumerStatus", "-g", group)
             assert info["clientId"] == conn["clientId"]
@@ -238,7 +239,7 @@ async def test_consumer_progress_connections_and_reset(cluster: LocalCluster) ->
             rows = await cli_json(c, "producerConnection", "-g", pgroup, "-t", topic)
             assert len(rows) == 1 and rows[0]["language"] == "PYTHON" and rows[0]["clientId"]
             out = await cli(c, "producerConnection", "--producerGroup", pgroup, "--topic", topic)
-            assert rows[0]["clientId"] in out and "0001" in out
+            assert rows[0]["clientId"] in out and "0001" in out and rows[0]["versionDesc"] == "V4_9_8" in out
             await cli(c, "producerConnection", "-g", "noSuchProducerGroup", "-t", topic, code=EXIT_BROKER)
 
             data = await cli_json(c, "setConsumeMode", "-c", CLUSTER, "-t", topic, "-g", group, "-m", "POP", "-q", "1")
@@ -281,6 +282,35 @@ async def test_consumer_progress_connections_and_reset(cluster: LocalCluster) ->
     assert {r["queueId"]: r["offset"] for r in data["offsets"]} == dict.fromkeys(range(4), 0)
     assert (await cli_json(c, "consumerProgress", "-g", group))["diffTotal"] == 10
     await cli(c, "resetOffsetByTime", "-g", group, "-t", topic, "-s", "yesterday", code=EXIT_USAGE)
+
+    # one queue (-b/-q): to an explicit offset, then to the timestamp's offset
+    busiest = max(rows, key=lambda q: rows[q]["brokerOffset"])
+    out = await cli(
+        c,
+        "resetOffsetByTime",
+        "-g",
+        group,
+        "-t",
+        topic,
+        "-s",
+        "now",
+        "-b",
+        c.broker_addr,
+        "-q",
+        str(busiest),
+        "-o",
+        "1",
+    )
+    assert "reset consumer offset to 1" in out
+    progress = {r["queueId"]: r for r in (await cli_json(c, "consumerProgress", "-g", group))["queues"]}
+    assert progress[busiest]["consumerOffset"] == 1
+    assert all(progress[q]["consumerOffset"] == 0 for q in progress if q != busiest)
+    data = await cli_json(
+        c, "resetOffsetByTime", "-g", group, "-t", topic, "-s", "now", "-b", c.broker_addr, "-q", str(busiest)
+    )
+    assert data["offset"] == rows[busiest]["brokerOffset"]
+    progress = {r["queueId"]: r for r in (await cli_json(c, "consumerProgress", "-g", group))["queues"]}
+    assert progress[busiest]["consumerOffset"] == rows[busiest]["brokerOffset"]
 
 
 # ---------------------------------------------------------------------------------------- (c)

@@ -8,7 +8,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from rocketpipe.cli.commands.admin._common import human_time, java_bool, parse_timestamp, short_time
+from rocketpipe.cli.commands.admin._common import human_time, java_bool, parse_timestamp, short_time, version_desc
 from rocketpipe.cli.errors import EXIT_USAGE
 from rocketpipe.cli.main import app
 from rocketpipe.client.admin import parse_properties
@@ -38,6 +38,15 @@ def test_time_formats() -> None:
     assert human_time(ms) == "2024-03-05 07:08:09,045"
     assert short_time(ms) == "2024-03-05 07:08:09"
     assert short_time(0) == "N/A"
+
+
+def test_version_desc_is_mq_version() -> None:
+    assert version_desc(409) == "V4_9_8"  # CURRENT_VERSION of rocketpipe's broker and clients
+    assert version_desc(479) == "V5_3_3"
+    assert version_desc(212) == "V4_0_0_SNAPSHOT" and version_desc(213) == "V4_0_0"
+    assert version_desc(412) == "V5_0_0_SNAPSHOT" and version_desc(611) == "V5_9_9"
+    assert version_desc(612) == "HIGHER_VERSION" and version_desc(5000) == "HIGHER_VERSION"
+    assert version_desc(100) == "100"
 
 
 def test_parse_properties() -> None:

@@ -81,6 +81,22 @@ def table(*columns: str, title: str | None = None, numeric: tuple[str, ...] = ()
     return t
 
 
+#: ``MQVersion.Version``: ordinal of ``V4_0_0_SNAPSHOT``; from there each ``Vx_y_z`` has a
+#: ``_SNAPSHOT`` and a release ordinal, in order, up to ``V5_9_9``; then ``HIGHER_VERSION``.
+_V4_0_0_SNAPSHOT: Final = 212
+_HIGHER_VERSION: Final = 612
+
+
+def version_desc(version: int) -> str:
+    """``MQVersion.getVersionDesc``: ``V5_3_3`` for 479; the number itself below 4.0.0."""
+    if version >= _HIGHER_VERSION:
+        return "HIGHER_VERSION"
+    if version < _V4_0_0_SNAPSHOT:
+        return str(version)
+    k, snapshot = divmod(version - _V4_0_0_SNAPSHOT, 2)
+    return f"V{4 + k // 100}_{(k // 10) % 10}_{k % 10}" + ("" if snapshot else "_SNAPSHOT")
+
+
 def java_bool(value: str | None, default: bool = False) -> bool:
     """``Boolean.parseBoolean``: True only for ``true`` (any case); ``default`` when not given."""
     if value is None:

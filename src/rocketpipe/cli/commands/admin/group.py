@@ -28,6 +28,7 @@ from ._common import (
     run_admin,
     short_time,
     table,
+    version_desc,
 )
 from .topic import DLQ_PREFIX, RETRY_PREFIX
 
@@ -309,7 +310,7 @@ async def _all_groups(admin: Admin) -> list[dict[str, Any]]:
         try:
             cc = await admin.examine_consumer_connection_info(g)
             entry["count"] = len(cc.connection_set)
-            entry["version"] = str(min(c.version for c in cc.connection_set))
+            entry["version"] = version_desc(min(c.version for c in cc.connection_set))
             entry["consumeType"] = "PUSH" if cc.consume_type == "CONSUME_PASSIVELY" else "PULL"
             entry["messageModel"] = cc.message_model or ""
         except Exception:
@@ -338,7 +339,13 @@ async def _queue_owners(admin: Admin, group: str) -> dict[tuple[str, str, int], 
 
 def _connection_rows(cc: ConsumerConnection) -> list[dict[str, Any]]:
     return [
-        {"clientId": c.client_id, "clientAddr": c.client_addr, "language": c.language, "version": c.version}
+        {
+            "clientId": c.client_id,
+            "clientAddr": c.client_addr,
+            "language": c.language,
+            "version": c.version,
+            "versionDesc": version_desc(c.version),
+        }
         for c in cc.connection_set
     ]
 
@@ -363,7 +370,7 @@ def consumer_connection(
     def render(c: Console) -> None:
         t = table("#ClientId", "#ClientAddr", "#Language", "#Version")
         for r in data["connectionSet"]:
-            t.add_row(r["clientId"], r["clientAddr"], r["language"], str(r["version"]))
+            t.add_row(r["clientId"], r["clientAddr"], r["language"], r["versionDesc"])
         c.print(t)
         s = table("#Topic", "#SubExpression", title="Below is subscription:")
         for topic, expr in data["subscriptionTable"].items():
@@ -451,14 +458,20 @@ def producer_connection(
     """Query producer's socket connection and client version (ProducerConnectionSubCommand)."""
     conns = run_admin(namesrv, lambda a: a.examine_producer_connection_info(group, topic))
     rows: list[dict[str, Any]] = [
-        {"clientId": c.client_id, "clientAddr": c.client_addr, "language": c.language, "version": c.version}
+        {
+            "clientId": c.client_id,
+            "clientAddr": c.client_addr,
+            "language": c.language,
+            "version": c.version,
+            "versionDesc": version_desc(c.version),
+        }
         for c in conns
     ]
 
     def render(c: Console) -> None:
         t = table("#Index", "#ClientId", "#ClientAddr", "#Language", "#Version", numeric=("#Index",))
         for i, r in enumerate(rows, 1):
-            t.add_row(f"{i:04d}", r["clientId"], r["clientAddr"], r["language"], str(r["version"]))
+            t.add_row(f"{i:04d}", r["clientId"], r["clientAddr"], r["language"], r["versionDesc"])
         c.print(t)
 
     emit(as_json, rows, render)
@@ -470,35 +483,93 @@ def reset_offset_by_time(
     topic: Annotated[str, typer.Option("--topic", "-t", help="Topic.")],
     timestamp: Annotated[str, typer.Option("--timestamp", "-s", help="now | epoch ms | yyyy-MM-dd#HH:mm:ss:SSS.")],
     force: Annotated[
-        str | None, typer.Option("--force", "-f", help="Deprecated (true|false); 5.x brokers ignore it.")
+        str | None, typer.Option("--force", "-f", help="Move offsets forward too (true|false); 5.x brokers ignore it.")
     ] = None,
-    broker: Annotated[str | None, typer.Option("--broker", "-b", help="Not supported (per-queue reset).")] = None,
-    queue: Annotated[int | None, typer.Option("--queue", "-q", help="Not supported (per-queue reset).")] = None,
-    offset: Annotated[int | None, typer.Option("--offset", "-o", help="Not supported (per-queue reset).")] = None,
+    broker: Annotated[
+        str | None, typer.Option("--broker", "-b", help="With -q: one queue on this broker address.")
+    ] = None,
+    queue: Annotated[int | None, typer.Option("--queue", "-q", help="With -b: the queue id.")] = None,
+    offset: Annotated[
+        int | None, typer.Option("--offset", "-o", help="With -b/-q: this offset, not the timestamp's.")
+    ] = None,
     cluster: Annotated[
         str | None, typer.Option("--cluster", "-c", help="Cluster name (accepted; the route is used).")
     ] = None,
     namesrv: NamesrvOption = DEFAULT_NAMESRV,
     as_json: JsonOption = False,
 ) -> None:
-    """Reset consumer offset by timestamp, without client restart (ResetOffsetByTimeCommand)."""
-    if broker is not None or queue is not None or offset is not None:
-        raise fail("resetOffsetByTime: -b/-q/-o (one queue) are not supported by rocketpipe admin", EXIT_USAGE)
+    """Reset consumer offset by timestamp, without client restart (ResetOffsetByTimeCommand).
+
+    With -b and -q one queue is set (to -o, else to the timestamp's offset). Otherwise every
+    queue: the broker resets the running consumers (5.x: server side); when a 4.x broker answers
+    CONSUMER_NOT_ONLINE the offsets are committed directly, as mqadmin's fallback."""
+    from rocketpipe.errors import BrokerError
+    from rocketpipe.protocol.codes import ResponseCode
+
     ts = parse_timestamp(timestamp)
-    table_ = run_admin(namesrv, lambda a: a.reset_offset_by_timestamp(topic, group, ts, _opt_bool(force, True)))
-    rows: list[dict[str, Any]] = [
-        {"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": o}
-        for mq, o in sorted(table_.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id))
-    ]
+    is_force = _opt_bool(force, True)
+    if broker is not None and queue is not None and queue >= 0:
+        broker_addr, queue_id = broker, queue
+
+        async def one(admin: Admin) -> int:
+            target = offset if offset is not None else await admin.search_offset_on(broker_addr, topic, queue_id, ts)
+            await admin.reset_offset_by_queue_id(broker_addr, group, topic, queue_id, target)
+            return target
+
+        target = run_admin(namesrv, one)
+        data: dict[str, Any] = {
+            "group": group,
+            "topic": topic,
+            "timestamp": ts,
+            "brokerAddr": broker,
+            "queueId": queue,
+            "offset": target,
+        }
+        emit(as_json, data, lambda c: c.print(f"reset consumer offset to {target}", markup=False))
+        return
+
+    async def every(admin: Admin) -> dict[str, Any]:
+        try:
+            table_ = await admin.reset_offset_by_timestamp(topic, group, ts, is_force)
+        except BrokerError as exc:
+            if exc.response_code != ResponseCode.CONSUMER_NOT_ONLINE:
+                raise
+            stats = await admin.reset_offset_by_timestamp_old(group, topic, ts, is_force)
+            rows = [
+                {
+                    "brokerName": r.broker_name,
+                    "queueId": r.queue_id,
+                    "brokerOffset": r.broker_offset,
+                    "consumerOffset": r.consumer_offset,
+                    "timestampOffset": r.timestamp_offset,
+                    "offset": r.rollback_offset,
+                }
+                for r in stats
+            ]
+            return {"group": group, "topic": topic, "timestamp": ts, "old": True, "offsets": rows}
+        rows = [
+            {"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": o}
+            for mq, o in sorted(table_.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id))
+        ]
+        return {"group": group, "topic": topic, "timestamp": ts, "old": False, "offsets": rows}
+
+    result = run_admin(namesrv, every)
 
     def render(c: Console) -> None:
         c.print(f"reset consumer offset of group[{group}], topic[{topic}] to timestamp[{ts}]", markup=False)
-        t = table("#brokerName", "#queueId", "#offset", numeric=("#queueId", "#offset"))
-        for r in rows:
-            t.add_row(r["brokerName"], str(r["queueId"]), str(r["offset"]))
+        cols: tuple[str, ...]
+        keys: tuple[str, ...]
+        if result["old"]:
+            cols = ("#brokerName", "#queueId", "#brokerOffset", "#consumerOffset", "#timestampOffset", "#resetOffset")
+            keys = ("brokerName", "queueId", "brokerOffset", "consumerOffset", "timestampOffset", "offset")
+        else:
+            cols, keys = ("#brokerName", "#queueId", "#offset"), ("brokerName", "queueId", "offset")
+        t = table(*cols, numeric=cols[1:])
+        for r in result["offsets"]:
+            t.add_row(*(str(r[k]) for k in keys))
         c.print(t)
 
-    emit(as_json, {"group": group, "topic": topic, "timestamp": ts, "offsets": rows}, render)
+    emit(as_json, result, render)
 
 
 @handle_errors
