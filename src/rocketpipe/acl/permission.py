@@ -34,7 +34,7 @@ from ..protocol.command import RemotingCommand
 from ..protocol.names import RETRY_GROUP_TOPIC_PREFIX
 from .address import host_of
 from .errors import AclError
-from .signer import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, combine_request_content
+from .signer import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, signed_fields_text
 
 __all__ = [
     "ADMIN_CODES",
@@ -132,7 +132,9 @@ class AccessResource:
         request_code: the request code.
         access_key, signature, security_token: from the ext fields (None when absent).
         resource_perms: resource (topic, or ``%RETRY%<group>``) -> needed permission bits.
-        content: the bytes the signature covers (:func:`~.signer.combine_request_content`).
+        content: the signed ext-field text (sorted values, ``Signature`` excluded); the body
+            follows it in the signed bytes (:func:`~.signer.combine_request_content`).
+        body: the request body.
     """
 
     remote_ip: str
@@ -142,6 +144,7 @@ class AccessResource:
     security_token: str | None = None
     resource_perms: dict[str, int] = field(default_factory=dict)
     content: bytes = b""
+    body: bytes | memoryview = b""
 
     def need(self, resource: str | None, perm: int) -> None:
         """``addResourceAndPerm`` (None resources are ignored)."""
@@ -209,5 +212,6 @@ def parse_access_resource(cmd: RemotingCommand, remote_address: str) -> AccessRe
         res.need(ext.get("topic"), sub)
     if cmd.version <= _V4_9_3 and "_UNIQUE_KEY_QUERY" in ext:
         ext = {k: v for k, v in ext.items() if k != "_UNIQUE_KEY_QUERY"}
-    res.content = combine_request_content(ext, cmd.body)
+    res.content = signed_fields_text(ext)
+    res.body = cmd.body
     return res

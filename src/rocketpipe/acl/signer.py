@@ -73,6 +73,11 @@ def _sorted_keys(fields: Mapping[str, str]) -> list[str]:
     return keys
 
 
+def signed_fields_text(fields: Mapping[str, str]) -> bytes:
+    """The sorted ext-field values, ``Signature`` excluded, concatenated, UTF-8."""
+    return "".join(v for k in _sorted_keys(fields) if k != SIGNATURE and (v := fields[k]) is not None).encode("utf-8")
+
+
 def combine_request_content(fields: Mapping[str, str], body: bytes | memoryview | None) -> bytes:
     """Return the bytes that are signed: sorted ext-field values (``Signature`` excluded) + body.
 
@@ -82,16 +87,21 @@ def combine_request_content(fields: Mapping[str, str], body: bytes | memoryview 
         fields: the ext fields (values of None are skipped, as Java's header-to-net does).
         body: the request body (None or empty = no body).
     """
-    text = "".join(v for k in _sorted_keys(fields) if k != SIGNATURE and (v := fields[k]) is not None)
-    data = text.encode("utf-8")
+    data = signed_fields_text(fields)
     if body:
         data += bytes(body)
     return data
 
 
-def cal_signature(data: bytes, secret_key: str) -> str:
-    """Return base64(HMAC-SHA1(key=secret_key UTF-8, data)) (``AclSigner.calSignature``)."""
-    return base64.b64encode(hmac.new(secret_key.encode("utf-8"), data, hashlib.sha1).digest()).decode("ascii")
+def cal_signature(data: bytes, secret_key: str, body: bytes | memoryview | None = None) -> str:
+    """Return base64(HMAC-SHA1(key=secret_key UTF-8, data + body)) (``AclSigner.calSignature``).
+
+    ``body`` is fed to the MAC after ``data`` without concatenating (large message bodies).
+    """
+    mac = hmac.new(secret_key.encode("utf-8"), data, hashlib.sha1)
+    if body:
+        mac.update(body)
+    return base64.b64encode(mac.digest()).decode("ascii")
 
 
 def sign_request(cmd: RemotingCommand, credentials: SessionCredentials) -> None:
@@ -104,4 +114,4 @@ def sign_request(cmd: RemotingCommand, credentials: SessionCredentials) -> None:
     fields[ACCESS_KEY] = credentials.access_key
     if credentials.security_token is not None:
         fields[SECURITY_TOKEN] = credentials.security_token
-    fields[SIGNATURE] = cal_signature(combine_request_content(fields, cmd.body), credentials.secret_key)
+    fields[SIGNATURE] = cal_signature(signed_fields_text(fields), credentials.secret_key, cmd.body)

@@ -157,7 +157,7 @@ class PlainPermissionManager:
             raise AclError(f"No acl config for {res.access_key}")
         if owned.white_remote_address.match(res.remote_ip):
             return
-        expected = cal_signature(res.content, owned.secret_key)
+        expected = cal_signature(res.content, owned.secret_key, res.body)
         if res.signature is None or not hmac.compare_digest(expected, res.signature):
             raise AclError(f"Check signature failed for accessKey={res.access_key}")
         if res.resource_perms.get(TRACE_TOPIC) == Permission.PUB:
