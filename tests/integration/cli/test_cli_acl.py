@@ -52,6 +52,15 @@ def served(tmp_path: Path, acl_file: Path) -> Iterator[ServeProcess]:
         yield sp
 
 
+def test_serve_start_line_says_acl_is_on(tmp_path: Path, acl_file: Path) -> None:
+    log = tmp_path / "serve.log"
+    args = ("--acl-enable", "--acl-file", str(acl_file))
+    with serve_process(tmp_path / "store", extra_args=args, log_file=log):
+        started = next(line for line in log.read_text(encoding="utf-8").splitlines() if "serve started" in line)
+    assert f"aclEnable=true aclFile={acl_file}" in started
+    assert "without --acl-enable" not in log.read_text(encoding="utf-8")
+
+
 def test_cli_commands_sign_with_access_and_secret_keys(served: ServeProcess, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ROCKETMQ_ACCESS_KEY", raising=False)
     monkeypatch.delenv("ROCKETMQ_SECRET_KEY", raising=False)

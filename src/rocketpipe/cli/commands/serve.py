@@ -95,7 +95,10 @@ def _start_line(
             f"maxTransferCountOnMessageInMemory={config.max_transfer_count_on_message_in_memory}",
             f"recoverMetadata={str(config.recover_metadata).lower()}",
             f"transactionCheckInterval={config.transaction_check_interval}",
+            f"aclEnable={str(config.acl_enable).lower()}",
         ]
+        if config.acl_enable:
+            fields.append(f"aclFile={config.acl_file}")
     fields += [
         f"serverChannelMaxIdleTimeSeconds={limits.server_channel_max_idle_time_seconds}",
         f"maxConnections={limits.server_max_connections}",
