@@ -13,6 +13,7 @@ from rocketpipe.spark.offsets import (
     QueueRange,
     TimestampSpec,
     cap_offsets,
+    kafka_ranges,
     offsets_from_json,
     offsets_to_json,
     offsets_to_json_string,
@@ -139,6 +140,32 @@ def test_split_ranges_edge_cases() -> None:
     ]
     assert split_ranges(one, 1) == [tuple(one)]
     assert split_ranges([QueueRange("T", "a", 0, 0, 10, from_earliest=True)], 2)[1][0].from_earliest
+
+
+def test_kafka_ranges_one_partition_per_queue_then_split_as_kafka() -> None:
+    big, small, empty = QueueRange("T", "a", 0, 0, 100), QueueRange("T", "a", 1, 10, 20), QueueRange("T", "a", 2, 5, 5)
+    assert kafka_ranges([big, small, empty]) == [(big,), (small,)]
+    # minPartitions 5: 100 of 110 rows -> round(4.55) = 5 pieces, 10 rows -> max(1, round(0.45)) = 1
+    pieces = [g[0] for g in kafka_ranges([big, small], min_partitions=5)]
+    assert [(p.queue_id, p.start, p.end) for p in pieces] == [
+        (0, 0, 20), (0, 20, 40), (0, 40, 60), (0, 60, 80), (0, 80, 100), (1, 10, 20),
+    ]  # fmt: skip
+    # already enough partitions: minPartitions changes nothing
+    assert kafka_ranges([big, small], min_partitions=2) == [(big,), (small,)]
+    # maxRecordsPerPartition: ceil(size / max) nearly equal pieces, the last ones take the rounding
+    pieces = [g[0] for g in kafka_ranges([big, small], max_records_per_partition=30)]
+    assert [(p.queue_id, p.start, p.end) for p in pieces] == [
+        (0, 0, 25),
+        (0, 25, 50),
+        (0, 50, 75),
+        (0, 75, 100),
+        (1, 10, 20),
+    ]
+    # both: the max first, then minPartitions over the pieces
+    assert len(kafka_ranges([big], min_partitions=8, max_records_per_partition=50)) == 8
+    one = QueueRange("T", "b", 0, 0, 3, from_earliest=True)
+    pieces = [g[0] for g in kafka_ranges([one], min_partitions=5)]
+    assert [(p.start, p.end) for p in pieces] == [(0, 1), (1, 2), (2, 3)] and all(p.from_earliest for p in pieces)
 
 
 def test_split_is_deterministic() -> None:

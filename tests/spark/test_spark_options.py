@@ -20,7 +20,7 @@ def test_defaults() -> None:
     assert o.fail_on_data_loss is True
     assert o.pull_batch_size == DEFAULT_PULL_BATCH_SIZE
     assert o.pull_timeout_s == 10.0
-    assert o.num_partitions == 2
+    assert (o.num_partitions, o.min_partitions, o.max_records_per_partition) == (None, None, None)  # Kafka's
     assert o.pull_concurrency == 8
 
 
@@ -114,3 +114,16 @@ def test_timestamp_options_win_over_offsets_as_in_kafka() -> None:
         None,
         "error",
     )
+
+
+def test_partition_planning_options() -> None:
+    o = parse_source_options(
+        {"nameServer": "ns:9876", "topic": "A", "minPartitions": "6", "maxRecordsPerPartition": "1000"}, streaming=False
+    )
+    assert (o.num_partitions, o.min_partitions, o.max_records_per_partition) == (None, 6, 1000)
+    with pytest.raises(SourceOptionError, match="cannot be combined"):
+        parse_source_options(
+            {"nameServer": "ns:9876", "topic": "A", "numPartitions": "2", "minPartitions": "4"}, streaming=False
+        )
+    with pytest.raises(SourceOptionError, match="minPartitions"):
+        parse_source_options({"nameServer": "ns:9876", "topic": "A", "minPartitions": "0"}, streaming=False)

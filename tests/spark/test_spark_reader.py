@@ -15,7 +15,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, Read
 from spark_fake_admin import FACTORY, FakeAdmin, FakeCluster, body_of
 
 from rocketpipe.spark.offsets import QueueRange
-from rocketpipe.spark.options import parse_source_options
+from rocketpipe.spark.options import SourceOptionError, parse_source_options
 from rocketpipe.spark.reader import (
     ClientSpec,
     DataLossError,
@@ -126,6 +126,9 @@ def test_stream_initial_latest_and_limits(fake: FakeCluster) -> None:
     assert end == {"T": {"a:0": 10, "a:1": 1, "b:0": 0}}
     assert r.reportLatestOffset() == {"T": {"a:0": 100, "a:1": 10, "b:0": 0}}
     assert r.latestOffset(start, ReadAllAvailable()) == {"T": {"a:0": 100, "a:1": 10, "b:0": 0}}
+    # a ReadMinRows limit as Kafka's: the first trigger runs; within maxTriggerDelay one with
+    # fewer new rows is skipped
+    assert r.latestOffset(start, ReadMinRows(1000)) == {"T": {"a:0": 100, "a:1": 10, "b:0": 0}}
     assert r.latestOffset(start, ReadMinRows(1000)) == start
     parts = r.partitions(start, end)
     assert sum(rg.size for p in parts for rg in p.ranges) == 11 and len(parts) == 2
@@ -135,6 +138,38 @@ def test_stream_initial_latest_and_limits(fake: FakeCluster) -> None:
     clone = pickle.loads(pickle.dumps(r))
     assert clone.latestOffset(end, ReadAllAvailable()) == {"T": {"a:0": 100, "a:1": 10, "b:0": 0}}
     r.stop()
+
+
+def test_stream_min_offsets_per_trigger_waits_up_to_max_trigger_delay(fake: FakeCluster) -> None:
+    """minOffsetsPerTrigger / maxTriggerDelay as Kafka's delayBatch: the first trigger runs, then
+    one with fewer new rows is skipped (start returned) until the delay has passed since the
+    last batch; enough rows run at once; AvailableNow never waits."""
+    clock = [1_000_000.0]
+    r = _stream(fake, minOffsetsPerTrigger="200", maxTriggerDelay="30s", maxOffsetsPerTrigger="50")
+    r._now_ms = lambda: clock[0]
+    assert r.getDefaultReadLimit() == ReadMaxRows(50)
+    start = r.initialOffset()  # 110 rows available, fewer than 200
+    first = r.latestOffset(start, ReadMaxRows(50))
+    assert sum(first["T"].values()) == 50  # runs, capped by maxOffsetsPerTrigger
+    clock[0] += 29_999
+    assert r.latestOffset(first, ReadMaxRows(50)) == first  # 60 new rows < 200, within 30 s
+    clock[0] += 1
+    second = r.latestOffset(first, ReadMaxRows(50))
+    assert second != first  # 30 s since the last batch: it runs
+    clock[0] += 1
+    assert r.latestOffset(second, ReadMaxRows(50)) == second
+    fake.produce("T", "a", 0, 300)  # now >= 200 new rows: runs at once
+    assert r.latestOffset(second, ReadMaxRows(50)) != second
+    with pytest.raises(SourceOptionError, match="maxTriggerDelay"):
+        _stream(fake, minOffsetsPerTrigger="5", maxTriggerDelay="soon")
+    lazy = _stream(fake, minOffsetsPerTrigger="100000")
+    lazy._now_ms = lambda: clock[0]
+    lazy.prepareForTriggerAvailableNow()
+    begin = lazy.initialOffset()
+    lazy._last_trigger_ms = clock[0]
+    assert lazy.latestOffset(begin, ReadAllAvailable()) != begin  # AvailableNow does not wait
+    r.stop()
+    lazy.stop()
 
 
 def test_stream_available_now_stops_at_target(fake: FakeCluster) -> None:

@@ -27,6 +27,7 @@ Imports: stdlib, :mod:`rocketpipe.errors`, :mod:`rocketpipe.protocol.message`.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -420,6 +421,47 @@ def plan_ranges(start: Mapping[MessageQueue, int], end: Mapping[MessageQueue, in
         if hi > lo:
             out.append(QueueRange(mq.topic, mq.broker_name, mq.queue_id, lo, hi, guessed))
     return out
+
+
+def _divide(r: QueueRange, parts: int) -> list[QueueRange]:
+    """``r`` cut into ``parts`` consecutive pieces of nearly equal size (the last ones take the
+    rounding), empty pieces dropped (``KafkaOffsetRangeCalculator.getDividedPartition``)."""
+    out: list[QueueRange] = []
+    remaining, lo = r.size, r.start
+    for part in range(parts):
+        this = remaining // (parts - part)
+        remaining -= this
+        hi = min(lo + this, r.end)
+        if hi > lo:
+            out.append(QueueRange(r.topic, r.broker_name, r.queue_id, lo, hi, r.from_earliest))
+        lo = hi
+    return out
+
+
+def kafka_ranges(
+    ranges: Iterable[QueueRange], min_partitions: int | None = None, max_records_per_partition: int | None = None
+) -> list[tuple[QueueRange, ...]]:
+    """One input partition per queue range, as Spark's Kafka source plans them
+    (``KafkaOffsetRangeCalculator.getRanges``).
+
+    ``max_records_per_partition`` first cuts every range into ``ceil(size / max)`` pieces; then,
+    when that gives fewer than ``min_partitions`` pieces, each piece is cut again into
+    ``max(1, round(size / total * min_partitions))`` (half up), so large queues get more
+    partitions than small ones.
+
+    Args:
+        ranges: ranges in a deterministic order; empty ones are dropped.
+
+    Returns:
+        One single-range group per input partition, in order.
+    """
+    pieces = [r for r in ranges if r.end > r.start]
+    if max_records_per_partition is not None:
+        pieces = [p for r in pieces for p in _divide(r, -(-r.size // max_records_per_partition))]
+    if min_partitions is not None and len(pieces) < min_partitions:
+        total = sum(r.size for r in pieces)
+        pieces = [p for r in pieces for p in _divide(r, max(1, math.floor(r.size / total * min_partitions + 0.5)))]
+    return [(p,) for p in pieces]
 
 
 def split_ranges(ranges: Iterable[QueueRange], num_partitions: int) -> list[tuple[QueueRange, ...]]:

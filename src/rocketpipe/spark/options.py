@@ -16,6 +16,9 @@ Options (names are case-insensitive; every value is a string):
                            queue; queues missing from the JSON start at earliest).
 ``endingOffsets``          batch reads only: ``latest`` (default) or offsets JSON (``-1`` = latest).
 ``maxOffsetsPerTrigger``   streaming: max rows per micro-batch over all queues (default: no limit).
+``minOffsetsPerTrigger``   streaming: skip a trigger with fewer new rows than this, until
+                           ``maxTriggerDelay`` (default ``15m``) has passed since the last batch
+                           (Kafka's options; not applied under ``Trigger.AvailableNow``).
 ``failOnDataLoss``         ``true`` (default) or ``false``: whether a queue whose min offset moved
                            past the requested start fails the query or is skipped with a warning.
 ``pullBatchSize``          messages asked per pull request (default 1024, 1..65536).
@@ -25,8 +28,12 @@ Options (names are case-insensitive; every value is a string):
                            while the current one's last answers arrive); brokers cap one pull
                            (32 messages / 256 KiB by default), so pipelining is what keeps a task
                            busy.
-``numPartitions``          target input partitions per batch, planned by row count (default 2,
-                           about one per executor core).
+``minPartitions``          at least this many input partitions: queue ranges are cut in
+                           proportion to their size (Kafka's option). By default, as in Kafka,
+                           one input partition per queue with new messages.
+``maxRecordsPerPartition`` at most this many rows per input partition (Kafka's option).
+``numPartitions``          instead of the two above: this many input partitions planned by row
+                           count, short queue ranges sharing one (rocketpipe's own option).
 ``clientFactory``          advanced/testing: ``module:callable`` returning an admin client with
                            ``SyncAdmin``'s methods; called with the name-server address.
 =========================  ========================================================================
@@ -61,11 +68,15 @@ KNOWN_OPTIONS: Final = frozenset(
         "endingtimestamp",
         "endingoffsetsbytimestamp",
         "maxoffsetspertrigger",
+        "minoffsetspertrigger",
+        "maxtriggerdelay",
         "failondataloss",
         "pullbatchsize",
         "pulltimeoutms",
         "pullconcurrency",
         "numpartitions",
+        "minpartitions",
+        "maxrecordsperpartition",
         "clientfactory",
         "pushfilters",
         # Spark adds "path" for load(path); tolerated and ignored.
@@ -76,13 +87,13 @@ KNOWN_OPTIONS: Final = frozenset(
 _SOURCE_UNKNOWN_HINT: Final = (
     "for format('rocketmq'); known options are nameServer, topic, startingOffsets, endingOffsets, "
     "startingTimestamp, startingOffsetsByTimestamp, startingOffsetsByTimestampStrategy, endingTimestamp, "
-    "endingOffsetsByTimestamp, maxOffsetsPerTrigger, failOnDataLoss, pullBatchSize, pullTimeoutMs, "
-    "pullConcurrency, numPartitions, pushFilters"
+    "endingOffsetsByTimestamp, maxOffsetsPerTrigger, minOffsetsPerTrigger, maxTriggerDelay, failOnDataLoss, "
+    "pullBatchSize, pullTimeoutMs, "
+    "pullConcurrency, minPartitions, maxRecordsPerPartition, numPartitions, pushFilters"
 )
 
 DEFAULT_PULL_BATCH_SIZE: Final = 1024
 DEFAULT_PULL_TIMEOUT_MS: Final = 10_000
-DEFAULT_NUM_PARTITIONS: Final = 2
 DEFAULT_PULL_CONCURRENCY: Final = 8
 
 
@@ -100,11 +111,20 @@ class SourceOptions:
         starting_offsets: where a new query / batch read starts.
         ending_offsets: where a batch read ends (``None`` when not given).
         max_offsets_per_trigger: max rows per micro-batch, or ``None`` for no limit.
+        min_offsets_per_trigger: ``minOffsetsPerTrigger``: a trigger with fewer new rows is
+            skipped until ``max_trigger_delay_ms`` has passed since the last batch, or ``None``.
+        max_trigger_delay_ms: ``maxTriggerDelay`` in ms (Kafka's default ``15m``).
         fail_on_data_loss: raise (``True``) or skip ahead (``False``) on lost messages.
         pull_batch_size: messages asked per pull request.
         pull_timeout_s: timeout of one pull request in seconds.
         pull_concurrency: pull requests in flight per task.
-        num_partitions: target number of input partitions per batch.
+        num_partitions: ``numPartitions``: input partitions per batch planned by row count
+            (short ranges share one), or ``None`` for Kafka's planning (one per queue range,
+            ``min_partitions`` / ``max_records_per_partition`` to split).
+        min_partitions: ``minPartitions``: split queue ranges until there are at least this
+            many input partitions (Kafka's option), or ``None``.
+        max_records_per_partition: ``maxRecordsPerPartition``: most rows of one input
+            partition (Kafka's option), or ``None``.
         client_factory: ``module:callable`` building the admin client, or ``None`` for SyncAdmin.
         columns: the source columns a user ``.schema(...)`` selected, in its order, or ``None``
             for all of them (set by the data source, not an option).
@@ -128,13 +148,17 @@ class SourceOptions:
     pull_batch_size: int
     pull_timeout_s: float
     pull_concurrency: int
-    num_partitions: int
+    num_partitions: int | None
     client_factory: str | None
     columns: tuple[str, ...] | None = None
     starting_timestamps: TimestampSpec | None = None
     ending_timestamps: TimestampSpec | None = None
     starting_timestamp_strategy: Literal["error", "latest"] = "error"
     push_filters: bool = False
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60 * 1000
+    min_partitions: int | None = None
+    max_records_per_partition: int | None = None
 
 
 def _get(options: Mapping[str, str], name: str) -> str | None:
@@ -171,6 +195,26 @@ def _name_server(lowered: Mapping[str, str], error: type[InvalidArgumentError], 
         if value is not None:
             return value
     raise error("option nameServer is required; pass .option('nameServer', 'host:9876')")
+
+
+#: Units of a duration option, in ms (Spark's ``JavaUtils.timeStringAsMs`` suffixes).
+_DURATION_UNITS: Final = {
+    "us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000,
+}  # fmt: skip
+_DURATION: Final = re.compile(r"\s*(\d+)\s*([a-z]*)\s*")
+
+
+def parse_duration_ms(raw: str, name: str) -> int:
+    """A duration such as ``15m``, ``30s``, ``500ms`` or ``500`` (ms) in ms, as Spark reads
+    Kafka's ``maxTriggerDelay`` (``JavaUtils.timeStringAsMs``: no suffix means ms).
+
+    Raises:
+        SourceOptionError: not a number with one of the suffixes us, ms, s, m, min, h, d.
+    """
+    m = _DURATION.fullmatch(raw.lower())
+    if m is None or m.group(2) not in ("", *_DURATION_UNITS):
+        raise SourceOptionError(f"option {name}={raw!r} must be a duration such as '15m', '30s' or '500ms'")
+    return int(int(m.group(1)) * _DURATION_UNITS.get(m.group(2) or "ms", 1))
 
 
 def _parse_int(options: Mapping[str, str], name: str, default: int | None, lo: int, hi: int) -> int | None:
@@ -258,14 +302,23 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
                     "add them to topic or remove them from the JSON"
                 )
     max_per_trigger = _parse_int(lowered, "maxOffsetsPerTrigger", None, 1, 2**62)
+    min_per_trigger = _parse_int(lowered, "minOffsetsPerTrigger", None, 1, 2**62)
+    max_delay_ms = parse_duration_ms(_get(lowered, "maxTriggerDelay") or "15m", "maxTriggerDelay")
     pull_batch_size = _parse_int(lowered, "pullBatchSize", DEFAULT_PULL_BATCH_SIZE, 1, 65536)
     pull_timeout_ms = _parse_int(lowered, "pullTimeoutMs", DEFAULT_PULL_TIMEOUT_MS, 1, 3_600_000)
     pull_concurrency = _parse_int(lowered, "pullConcurrency", DEFAULT_PULL_CONCURRENCY, 1, 64)
-    num_partitions = _parse_int(lowered, "numPartitions", DEFAULT_NUM_PARTITIONS, 1, 100_000)
+    num_partitions = _parse_int(lowered, "numPartitions", None, 1, 100_000)
+    min_partitions = _parse_int(lowered, "minPartitions", None, 1, 100_000)
+    max_records = _parse_int(lowered, "maxRecordsPerPartition", None, 1, 2**62)
+    if num_partitions is not None and (min_partitions is not None or max_records is not None):
+        raise SourceOptionError(
+            "option numPartitions (row-count planning) cannot be combined with minPartitions / "
+            "maxRecordsPerPartition (Kafka's planning); keep one of them"
+        )
     client_factory = _get(lowered, "clientFactory")
     if client_factory is not None and ":" not in client_factory:
         raise SourceOptionError(f"option clientFactory={client_factory!r} must be 'module:callable'")
-    assert pull_batch_size is not None and pull_timeout_ms is not None and num_partitions is not None
+    assert pull_batch_size is not None and pull_timeout_ms is not None
     assert pull_concurrency is not None
     return SourceOptions(
         name_server=name_server,
@@ -273,6 +326,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         starting_offsets=starting,
         ending_offsets=ending,
         max_offsets_per_trigger=max_per_trigger,
+        min_offsets_per_trigger=min_per_trigger,
+        max_trigger_delay_ms=max_delay_ms,
         fail_on_data_loss=_parse_bool(lowered, "failOnDataLoss", True),
         pull_batch_size=pull_batch_size,
         pull_timeout_s=pull_timeout_ms / 1000.0,
@@ -283,6 +338,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         ending_timestamps=ending_ts,
         starting_timestamp_strategy="latest" if strategy == "latest" else "error",
         push_filters=_parse_bool(lowered, "pushFilters", False),
+        min_partitions=min_partitions,
+        max_records_per_partition=max_records,
     )
 
 

@@ -28,6 +28,7 @@ import importlib
 import logging
 import struct
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -53,6 +54,7 @@ from .offsets import (
     QueueRange,
     cap_offsets,
     json_queues,
+    kafka_ranges,
     offsets_from_json,
     offsets_to_json,
     plan_ranges,
@@ -588,9 +590,20 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
         puller.close()
 
 
-def make_partitions(ranges: list[QueueRange], num_partitions: int, client: ClientSpec) -> list[RocketMQInputPartition]:
-    """Group ranges into input partitions planned by row count."""
-    return [RocketMQInputPartition(i, group, client) for i, group in enumerate(split_ranges(ranges, num_partitions))]
+def _monotonic_ms() -> float:
+    """The monotonic clock in ms (the stream reader's trigger delay; replaced in tests)."""
+    return time.monotonic() * 1000
+
+
+def make_partitions(ranges: list[QueueRange], options: SourceOptions) -> list[RocketMQInputPartition]:
+    """Group ranges into input partitions: Kafka's planning (one per queue range, split by
+    ``minPartitions`` / ``maxRecordsPerPartition``) or, with ``numPartitions``, by row count."""
+    if options.num_partitions is not None:
+        groups = split_ranges(ranges, options.num_partitions)
+    else:
+        groups = kafka_ranges(ranges, options.min_partitions, options.max_records_per_partition)
+    client = ClientSpec.from_options(options)
+    return [RocketMQInputPartition(i, group, client) for i, group in enumerate(groups)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -756,7 +769,7 @@ class RocketMQBatchReader(DataSourceReader):
             client.close()
         ranges = plan_ranges(start, end)
         log.info("batch read of %d rows in %d ranges", sum(r.size for r in ranges), len(ranges))
-        return make_partitions(ranges, opts.num_partitions, ClientSpec.from_options(opts))
+        return make_partitions(ranges, opts)
 
     def _narrow(
         self, queues: list[MessageQueue], start: Offsets, end: Offsets, client: _DriverClient
@@ -835,6 +848,8 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._client: _DriverClient | None = None
         self._latest: Offsets | None = None
         self._target: Offsets | None = None
+        self._now_ms: Callable[[], float] = _monotonic_ms
+        self._last_trigger_ms: float | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -876,9 +891,11 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Return the end offset of the next micro-batch, honouring ``limit``.
 
         ``ReadMaxRows(n)`` shares ``n`` rows over the queues in proportion to their backlog;
-        ``ReadMinRows(n)`` returns ``start`` until ``n`` rows are available; any other limit
-        (``ReadAllAvailable`` included) reads everything up to the heads (or up to the
-        AvailableNow target).
+        any other limit (``ReadAllAvailable`` included) reads everything up to the heads (or up
+        to the AvailableNow target). With ``minOffsetsPerTrigger`` (or a ``ReadMinRows(n)``
+        limit) a trigger with fewer new rows returns ``start`` (no batch) until
+        ``maxTriggerDelay`` has passed since the last batch, as Kafka's source does; never
+        under AvailableNow, which must not wait.
 
         Raises:
             DataLossError: a queue's head fell below the start offset (messages were lost or the
@@ -901,15 +918,23 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 begin[mq] = head
         lim: Any = limit  # ReadMaxRows / ReadMinRows / ReadAllAvailable, told apart by name as Spark's own code does
         cls = type(lim).__name__
-        if cls == "ReadMaxRows":
-            end = cap_offsets(begin, heads, int(lim.max_rows))
-        else:
-            end = cap_offsets(begin, heads, 2**62)
-            if cls == "ReadMinRows":
-                available = sum(end[mq] - begin.get(mq, 0) for mq in end)
-                if available < int(lim.min_rows):
-                    return offsets_to_json(offsets_from_json(start))
+        available = sum(max(0, head - begin.get(mq, 0)) for mq, head in heads.items())
+        min_rows = int(lim.min_rows) if cls == "ReadMinRows" else self._options.min_offsets_per_trigger
+        if min_rows is not None and self._target is None and self._delay_batch(available, min_rows):
+            return offsets_to_json(offsets_from_json(start))
+        end = cap_offsets(begin, heads, int(lim.max_rows) if cls == "ReadMaxRows" else 2**62)
         return offsets_to_json(end)
+
+    def _delay_batch(self, available: int, min_rows: int) -> bool:
+        """Kafka's ``delayBatch``: skip this trigger while fewer than ``min_rows`` new rows are
+        available and less than ``maxTriggerDelay`` has passed since the last batch ran."""
+        now = self._now_ms()
+        last = self._last_trigger_ms
+        if last is not None and now - last < self._options.max_trigger_delay_ms and available < min_rows:
+            log.debug("trigger skipped: %d new rows < minOffsetsPerTrigger %d", available, min_rows)
+            return True
+        self._last_trigger_ms = now
+        return False
 
     def reportLatestOffset(self) -> dict[str, dict[str, int]] | None:
         """The queue heads seen by the last ``latestOffset`` call (shows lag in progress)."""
@@ -918,7 +943,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[RocketMQInputPartition]:
         """Plan the batch ``[start, end)`` by row count (pure; replays give the same plan)."""
         ranges = plan_ranges(offsets_from_json(start), offsets_from_json(end))
-        return make_partitions(ranges, self._options.num_partitions, ClientSpec.from_options(self._options))
+        return make_partitions(ranges, self._options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Pull the partition's ranges (executor side); yields Arrow record batches."""
