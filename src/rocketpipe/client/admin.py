@@ -56,6 +56,7 @@ from ..protocol.headers.consumer import (
     GetConsumerRunningInfoRequestHeader,
     ResetOffsetRequestHeader,
 )
+from ..protocol.headers.route import GetKVConfigRequestHeader, GetKVConfigResponseHeader, PutKVConfigRequestHeader
 from ..protocol.message import MessageExt, MessageQueue, decode_offset_msg_id, decode_records
 from ..protocol.sysflag import PERM_READ, PERM_WRITE, build_pull_sys_flag
 from . import rpc
@@ -89,6 +90,8 @@ KEY_SEPARATOR: Final = " "
 QUERY_TRACE_MAX_NUM: Final = 64
 #: RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE (Java; not in :class:`RequestCode`: no rocketpipe peer answers it).
 CLEAN_EXPIRED_CONSUMEQUEUE: Final = 306
+#: NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG: the name servers' KV namespace of order-topic configs.
+ORDER_TOPIC_CONFIG_NAMESPACE: Final = "ORDER_TOPIC_CONFIG"
 #: RequestCode.VIEW_BROKER_STATS_DATA (Java; not in :class:`RequestCode`: no rocketpipe peer answers it).
 VIEW_BROKER_STATS_DATA: Final = 315
 #: Long.MAX_VALUE: the trace query's default end timestamp.
@@ -1067,6 +1070,67 @@ class Admin:
         cmd = RemotingCommand.request(VIEW_BROKER_STATS_DATA, {"statsName": stats_name, "statsKey": stats_key})
         resp = await self._request(broker_addr, cmd, self._runtime.config.request_timeout)
         return jj.as_dict(jj.loads(bytes(resp.body))) if resp.body else {}
+
+    async def put_kv_config(self, namespace: str, key: str, value: str) -> None:
+        """Store ``key = value`` in ``namespace`` of every name server (PUT_KV_CONFIG, 100).
+
+        Mirrors ``MQClientAPIImpl.putKVConfigValue`` (all name servers of the config).
+
+        Raises:
+            BrokerError / TransportError.
+        """
+        t = self._runtime.config.request_timeout
+        h = PutKVConfigRequestHeader(namespace=namespace, key=key, value=value)
+        for ns in self._runtime.config.namesrv_addrs():
+            await self._request(ns, RemotingCommand.request(RequestCode.PUT_KV_CONFIG, h.to_ext_fields()), t)
+
+    async def get_kv_config(self, namespace: str, key: str) -> str | None:
+        """Return the value of ``key`` in ``namespace`` (GET_KV_CONFIG, 101), None when unset.
+
+        Mirrors ``MQClientAPIImpl.getKVConfigValue`` (QUERY_NOT_FOUND → None here).
+
+        Raises:
+            BrokerError / TransportError.
+        """
+        rt = self._runtime
+        t = rt.config.request_timeout
+        h = GetKVConfigRequestHeader(namespace=namespace, key=key)
+
+        async def call(addr: str) -> str | None:
+            resp = await rt.pool.request(addr, RemotingCommand.request(RequestCode.GET_KV_CONFIG, h.to_ext_fields()), t)
+            if resp.code == ResponseCode.QUERY_NOT_FOUND:
+                return None
+            if resp.code != ResponseCode.SUCCESS:
+                raise error_for_response(resp.code, resp.remark)
+            return GetKVConfigResponseHeader.from_ext_fields(resp.ext_fields or {}).value
+
+        return await rt.invoke_namesrv(call)
+
+    async def create_or_update_order_conf(self, topic: str, order_conf: str, is_cluster: bool) -> str:
+        """Set ``topic``'s order configuration (``brokerName:queueNums[;…]``) in the name servers'
+        ``ORDER_TOPIC_CONFIG`` namespace; the name servers then put it in the topic's route
+        (``orderTopicConf``), which ordered producers use.
+
+        Mirrors ``DefaultMQAdminExt.createOrUpdateOrderConf``: with ``is_cluster`` the value
+        replaces the old one; otherwise its ``brokerName:n`` entry is merged into it.
+
+        Returns:
+            The value stored.
+
+        Raises:
+            BrokerError / TransportError.
+        """
+        value = order_conf
+        if not is_cluster:
+            entries: dict[str, str] = {}
+            old = await self.get_kv_config(ORDER_TOPIC_CONFIG_NAMESPACE, topic)
+            for item in (old or "").split(";"):
+                if item.strip():
+                    entries[item.split(":", 1)[0]] = item
+            entries[order_conf.split(":", 1)[0]] = order_conf
+            value = ";".join(entries.values())
+        await self.put_kv_config(ORDER_TOPIC_CONFIG_NAMESPACE, topic, value)
+        return value
 
     async def query_topic_consume_by_who(self, topic: str) -> set[str]:
         """Return the consumer groups of ``topic`` (QUERY_TOPIC_CONSUME_BY_WHO, 300, to each

@@ -103,6 +103,13 @@ async def test_update_topic_list_route_status_delete(cluster: LocalCluster) -> N
     assert data["brokerAddrs"] == [c.broker_addr]
     assert c.broker.topics.get("AdmT2") is not None and c.broker.topics.get("AdmT2").perm == 4  # type: ignore[union-attr]
     await cli(c, "updateTopic", "-t", "AdmT3", code=EXIT_USAGE)  # neither -b nor -c
+    # an order topic: the name servers get its orderConf (brokerName:writeQueueNums)
+    out = await cli(c, "updateTopic", "-c", CLUSTER, "-t", "AdmOrd", "-w", "2", "-r", "2", "-o", "true")
+    assert "set cluster orderConf. isOrder=true, orderConf=[broker-a:2]" in out
+    data = await cli_json(c, "updateTopic", "-b", c.broker_addr, "-t", "AdmOrd", "-w", "3", "-r", "3", "-o", "true")
+    assert data["orderConf"] == "broker-a:3" and data["topicConfig"]["order"] is True
+    async with Admin(c.namesrv_addr) as admin:  # the name server's KV store, as Java's orderMessageEnable reads it
+        assert await admin.get_kv_config("ORDER_TOPIC_CONFIG", "AdmOrd") == "broker-a:3"
     await routed(c, "AdmT1", 4)
 
     out = await cli(c, "topicList")

@@ -209,12 +209,15 @@ def update_topic(
     namesrv: NamesrvOption = DEFAULT_NAMESRV,
     as_json: JsonOption = False,
 ) -> None:
-    """Update or create topic (UpdateTopicSubCommand) on a broker (-b) or a cluster's masters (-c)."""
+    """Update or create topic (UpdateTopicSubCommand) on a broker (-b) or a cluster's masters (-c).
+    An order topic (-o true) also gets its orderConf (brokerName:writeQueueNums) in the name servers."""
+    from rocketpipe.errors import RocketMQError
+
     either_broker_or_cluster(broker_addr, cluster_name, "updateTopic")
     sys_flag = (FLAG_UNIT if java_bool(unit) else 0) | (FLAG_UNIT_SUB if java_bool(has_unit_sub) else 0)
     is_order = java_bool(order)
 
-    async def go(admin: Admin) -> list[str]:
+    async def go(admin: Admin) -> tuple[list[str], str | None]:
         addrs = [broker_addr] if broker_addr else await admin.cluster_master_addrs(cluster_name)
         for addr in addrs:
             await admin.create_and_update_topic_config(
@@ -227,9 +230,25 @@ def update_topic(
                 topic_sys_flag=sys_flag,
                 attributes=attributes,
             )
-        return addrs
+        if not is_order:
+            return addrs, None
+        # the name servers' orderTopicConf: brokerName:writeQueueNums per broker
+        info = await admin.examine_broker_cluster_info()
+        if broker_addr:
+            name = next(
+                (n for n, bd in info.broker_addr_table.items() if broker_addr in bd.broker_addrs.values()), None
+            )
+            if name is None:
+                raise RocketMQError(f"broker {broker_addr} is not registered with the name server")
+            conf = await admin.create_or_update_order_conf(topic, f"{name}:{write_queue_nums}", False)
+        else:
+            names = sorted(info.cluster_addr_table.get(cluster_name or "", ()))
+            conf = await admin.create_or_update_order_conf(
+                topic, ";".join(f"{n}:{write_queue_nums}" for n in names), True
+            )
+        return addrs, conf
 
-    addrs = run_admin(namesrv, go)
+    addrs, order_conf = run_admin(namesrv, go)
     config = {
         "topicName": topic,
         "readQueueNums": read_queue_nums,
@@ -242,6 +261,11 @@ def update_topic(
     }
 
     def render(c: Console) -> None:
+        if order_conf is not None:
+            c.print(
+                f"set {'broker' if broker_addr else 'cluster'} orderConf. isOrder=true, orderConf=[{order_conf}]",
+                markup=False,
+            )
         for a in addrs:
             c.print(f"create topic to {a} success.", markup=False)
         c.print(
@@ -250,7 +274,7 @@ def update_topic(
             markup=False,
         )
 
-    emit(as_json, {"brokerAddrs": addrs, "topicConfig": config}, render)
+    emit(as_json, {"brokerAddrs": addrs, "topicConfig": config, "orderConf": order_conf}, render)
 
 
 @handle_errors
