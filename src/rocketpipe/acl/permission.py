@@ -17,6 +17,10 @@ GET_CONSUMER_LIST_BY_GROUP  SUB on the consumer group
 UPDATE_CONSUMER_OFFSET      SUB on the group and on the topic
 ==========================  ===========================================================
 
+rocketpipe adds the 5.x consumption codes that Java's 1.0 table predates (Apache 5.3's ACL 2.0
+asks the same): POP_MESSAGE, PEEK_MESSAGE, ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME and
+LITE_PULL_MESSAGE need SUB on the group and on the topic (a ``%RETRY%`` topic: the group only).
+
 Admin-only codes: Java's ``Permission.ADMIN_CODE`` (:data:`JAVA_ADMIN_CODES`: create/update and
 delete of topics and subscription groups, UPDATE_BROKER_CONFIG) plus rocketpipe's additions in
 :data:`ADMIN_CODES` (broker-side offset resets and other metadata writes that Java 1.0 leaves to
@@ -156,6 +160,17 @@ def _group(name: str | None) -> str | None:
     return None if name is None else RETRY_GROUP_TOPIC_PREFIX + name
 
 
+#: 5.x consumption codes rocketpipe checks like a pull (not in Java's 1.0 table).
+_CONSUME_5X: Final = frozenset(
+    {
+        RequestCode.POP_MESSAGE,
+        RequestCode.PEEK_MESSAGE,
+        RequestCode.ACK_MESSAGE,
+        RequestCode.CHANGE_MESSAGE_INVISIBLETIME,
+        RequestCode.LITE_PULL_MESSAGE,
+    }
+)
+
 #: MQVersion.V4_9_3's ordinal: requests from clients up to it had ``_UNIQUE_KEY_QUERY`` unsigned.
 _V4_9_3: Final = 400
 
@@ -210,6 +225,11 @@ def parse_access_resource(cmd: RemotingCommand, remote_address: str) -> AccessRe
     elif code == RequestCode.UPDATE_CONSUMER_OFFSET:
         res.need(_group(ext.get("consumerGroup")), sub)
         res.need(ext.get("topic"), sub)
+    elif code in _CONSUME_5X:
+        topic = ext.get("topic")
+        if topic is not None and not is_retry_topic(topic):
+            res.need(topic, sub)
+        res.need(_group(ext.get("consumerGroup")), sub)
     if cmd.version <= _V4_9_3 and "_UNIQUE_KEY_QUERY" in ext:
         ext = {k: v for k, v in ext.items() if k != "_UNIQUE_KEY_QUERY"}
     res.content = signed_fields_text(ext)

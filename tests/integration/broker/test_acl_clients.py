@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rocketpipe import ConsumeFromWhere, Message
-from rocketpipe.client import Admin, ClientConfig, LitePullConsumer, Producer, SyncProducer
+from rocketpipe import ConsumeFromWhere, ConsumeInitMode, Message
+from rocketpipe.client import Admin, ClientConfig, LitePullConsumer, Producer, SimpleConsumer, SyncProducer
 from rocketpipe.client.config import SessionCredentials
 from rocketpipe.errors import NoPermissionError
 from rocketpipe.testing.cluster import LocalCluster, local_cluster
@@ -112,3 +112,30 @@ async def test_sync_producer_pickles_its_credentials(cluster: LocalCluster) -> N
 
     await asyncio.to_thread(work)
     assert cluster.broker.store.get_max_offset("AclTopic", 0) == 1
+
+
+async def test_simple_consumer_pops_only_with_sub_on_topic_and_group(cluster: LocalCluster) -> None:
+    async with Admin(config=_config(cluster, ADMIN)) as admin:
+        await admin.create_topic("AclTopic", 1, broker_addr=cluster.broker_addr)
+    async with Producer("acl-pg", config=_config(cluster, PUB)) as producer:
+        await producer.send(Message.build("AclTopic", "popped"))
+
+    def simple(creds: SessionCredentials) -> SimpleConsumer:
+        return SimpleConsumer(
+            "acl-cg",
+            config=_config(cluster, creds),
+            subscriptions={"AclTopic": "*"},
+            await_duration=0.3,
+            init_mode=ConsumeInitMode.MIN,
+        )
+
+    async with simple(PUB) as refused:
+        with pytest.raises(NoPermissionError):
+            await refused.receive(4, 10.0)
+    got = []
+    async with simple(SUB) as consumer:
+        async with asyncio.timeout(20):
+            while not got:
+                got = await consumer.receive(4, 10.0)
+        await consumer.ack(got[0])
+    assert [bytes(m.body) for m in got] == [b"popped"]

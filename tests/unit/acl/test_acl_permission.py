@@ -68,3 +68,15 @@ def test_admin_codes_hold_javas_and_the_extra_writes() -> None:
     assert JAVA_ADMIN_CODES < ADMIN_CODES
     assert RequestCode.INVOKE_BROKER_TO_RESET_OFFSET in ADMIN_CODES
     assert RequestCode.UPDATE_CONSUMER_OFFSET not in ADMIN_CODES  # consumers commit with SUB
+
+
+def test_5x_consumption_codes_need_sub_on_topic_and_group() -> None:
+    for code in (
+        RequestCode.POP_MESSAGE,
+        RequestCode.PEEK_MESSAGE,
+        RequestCode.ACK_MESSAGE,
+        RequestCode.CHANGE_MESSAGE_INVISIBLETIME,
+        RequestCode.LITE_PULL_MESSAGE,
+    ):
+        assert _needs(code, {"topic": "T", "consumerGroup": "cg"}) == {"T": SUB, "%RETRY%cg": SUB}
+    assert _needs(RequestCode.ACK_MESSAGE, {"topic": "%RETRY%cg_T", "consumerGroup": "cg"}) == {"%RETRY%cg": SUB}
