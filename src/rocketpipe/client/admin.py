@@ -117,6 +117,22 @@ def parse_properties(text: str) -> dict[str, str]:
 
 
 @dataclass(slots=True)
+class MessageTrack:
+    """One consumer group's view of a message (Java ``MessageTrack``).
+
+    Attributes:
+        consumer_group: the group.
+        track_type: Java ``TrackType`` name: CONSUMED, CONSUMED_BUT_FILTERED, PULL,
+            NOT_CONSUME_YET, NOT_ONLINE or UNKNOWN.
+        exception_desc: why the state is NOT_ONLINE / UNKNOWN, else None.
+    """
+
+    consumer_group: str
+    track_type: str = "UNKNOWN"
+    exception_desc: str | None = None
+
+
+@dataclass(slots=True)
 class RollbackStats:
     """One queue of :meth:`Admin.reset_offset_by_timestamp_old` (Java ``RollbackStats``); offsets
     are queue offsets.
@@ -1131,6 +1147,61 @@ class Admin:
             value = ";".join(entries.values())
         await self.put_kv_config(ORDER_TOPIC_CONFIG_NAMESPACE, topic, value)
         return value
+
+    async def message_track_detail(self, msg: MessageExt) -> list[MessageTrack]:
+        """Say, for each consumer group of ``msg``'s topic, whether it consumed ``msg``.
+
+        Mirrors ``DefaultMQAdminExt.messageTrackDetail`` (printed by ``mqadmin queryMsgById``):
+        the groups are QUERY_TOPIC_CONSUME_BY_WHO's; a group nobody of which is connected is
+        NOT_ONLINE; a pull (CONSUME_ACTIVELY) group is PULL; a push group is CONSUMED when its
+        committed offset of the message's queue (on the message's store host) is past the
+        message's queue offset (CONSUMED_BUT_FILTERED when its subscription's tags exclude the
+        message's tag), else NOT_CONSUME_YET; UNKNOWN with ``exception_desc`` on other failures.
+
+        Raises:
+            TopicNotExistError: the topic has no route; BrokerError / TransportError.
+        """
+        out: list[MessageTrack] = []
+        info: ClusterInfo | None = None
+        for group in sorted(await self.query_topic_consume_by_who(msg.topic)):
+            track = MessageTrack(group)
+            out.append(track)
+            try:
+                cc = await self.examine_consumer_connection_info(group)
+            except BrokerError as exc:
+                if exc.response_code == ResponseCode.CONSUMER_NOT_ONLINE:
+                    track.track_type = "NOT_ONLINE"
+                track.exception_desc = f"CODE:{exc.response_code} DESC:{exc.remark}"
+                continue
+            except RocketMQError as exc:
+                track.exception_desc = str(exc)
+                continue
+            if cc.consume_type == "CONSUME_ACTIVELY":
+                track.track_type = "PULL"
+                continue
+            try:
+                stats = await self.examine_consume_stats(group)
+                if info is None:
+                    info = await self.examine_broker_cluster_info()
+            except RocketMQError as exc:
+                track.exception_desc = str(exc)
+                continue
+            consumed = False
+            for mq, w in stats.offset_table.items():
+                if mq.topic != msg.topic or mq.queue_id != msg.queue_id:
+                    continue
+                bd = info.broker_addr_table.get(mq.broker_name)
+                master = (bd.broker_addrs or {}).get(MASTER_ID) if bd is not None else None
+                if master == msg.store_host and w.consumer_offset > msg.queue_offset:
+                    consumed = True
+            if not consumed:
+                track.track_type = "NOT_CONSUME_YET"
+                continue
+            track.track_type = "CONSUMED"
+            sub = cc.subscription_table.get(msg.topic)
+            if sub is not None and sub.tags_set and "*" not in sub.tags_set and msg.tags not in sub.tags_set:
+                track.track_type = "CONSUMED_BUT_FILTERED"
+        return out
 
     async def query_topic_consume_by_who(self, topic: str) -> set[str]:
         """Return the consumer groups of ``topic`` (QUERY_TOPIC_CONSUME_BY_WHO, 300, to each

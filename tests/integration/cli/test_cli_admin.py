@@ -225,6 +225,9 @@ async def test_consumer_progress_connections_and_reset(cluster: LocalCluster) ->
             await wait_until(lambda: group in c.broker.clients.consumers, what="consumer registered")
             await wait_until(lambda: pgroup in c.broker.clients.producers, what="producer registered")
 
+            (entry,) = await cli_json(c, "queryMsgById", "-t", topic, "-i", first[0].offset_msg_id)
+            assert entry["tracks"] == [{"consumerGroup": group, "trackType": "CONSUMED", "exceptionDesc": None}]
+
             data = await cli_json(c, "consumerConnection", "-g", group)
             (conn,) = data["connectionSet"]
             assert conn["clientId"] == c.broker.clients.consumers[group].client_ids()[0]
@@ -261,6 +264,11 @@ async def test_consumer_progress_connections_and_reset(cluster: LocalCluster) ->
             assert all(r["clientIP"] != "N/A" for r in data["queues"])
         # the consumer is gone: what is produced now is lag
         second = [await producer.send(Message.build(topic, f"n{i}", tags="TA")) for i in range(4)]
+
+    (entry,) = await cli_json(c, "queryMsgById", "-t", topic, "-i", second[0].offset_msg_id)
+    assert [(t["consumerGroup"], t["trackType"]) for t in entry["tracks"]] == [(group, "NOT_ONLINE")]
+    out = await cli(c, "queryMsgByUniqueKey", "-t", topic, "-i", second[0].msg_id)
+    assert "NOT_ONLINE" in out and group in out
 
     data = await cli_json(c, "consumerProgress", "-g", group)
     assert data["diffTotal"] == 4  # produced 10, consumed 6
@@ -357,6 +365,7 @@ async def test_query_print_send_consume_messages(cluster: LocalCluster) -> None:
     assert [e["message"]["queueOffset"] for e in entries] == [r0.queue_offset, results[1].queue_offset]
     out = await cli(c, "queryMsgById", "-t", topic, "-i", r0.offset_msg_id, "-f", "UTF-8")
     assert "OffsetID:" in out and r0.offset_msg_id in out and "body-0" in out and "KK k0" in out
+    assert "WARN: No Consumer" in out and entry["tracks"] == []
     await cli(c, "queryMsgById", "-t", topic, "-i", "0A0000000000000000000000DEADBEEF", code=EXIT_BROKER)
 
     data = await cli_json(c, "queryMsgByUniqueKey", "-i", results[2].msg_id, "-t", topic)

@@ -90,6 +90,29 @@ async def _send(admin: Admin, msgs: list[Any], queue: MessageQueue | None = None
     return out
 
 
+async def _tracks(admin: Admin, msg: MessageExt) -> list[dict[str, Any]]:
+    """``messageTrackDetail`` as JSON rows (empty when the lookup fails, as mqadmin prints and goes on)."""
+    from rocketpipe.errors import RocketMQError
+
+    try:
+        found = await admin.message_track_detail(msg)
+    except RocketMQError:
+        return []
+    return [
+        {"consumerGroup": t.consumer_group, "trackType": t.track_type, "exceptionDesc": t.exception_desc} for t in found
+    ]
+
+
+def _render_tracks(c: Console, tracks: list[dict[str, Any]]) -> None:
+    if not tracks:
+        c.print("WARN: No Consumer")
+        return
+    t = table("#Consumer Group", "#Track Type", "#Exception Desc")
+    for r in tracks:
+        t.add_row(r["consumerGroup"], r["trackType"], r["exceptionDesc"] or "")
+    c.print(t)
+
+
 @handle_errors
 def query_msg_by_id(
     topic: Annotated[str, typer.Option("--topic", "-t", help="Topic name.")],
@@ -132,6 +155,8 @@ def query_msg_by_id(
             elif java_bool(send_message):
                 (sent,) = await _send(admin, [_resend_copy(msg, msg.topic)])
                 entry["sendResult"] = _send_result_json(sent)
+            else:
+                entry["tracks"] = await _tracks(admin, msg)
             entry["_msg"] = msg
             out.append(entry)
         return out
@@ -150,6 +175,7 @@ def query_msg_by_id(
                 c.print(t)
             else:
                 render_message(c, e["_msg"], body_format)
+                _render_tracks(c, e["tracks"])
 
     emit(as_json, [{k: v for k, v in e.items() if k != "_msg"} for e in results], render)
 
@@ -272,13 +298,18 @@ def query_msg_by_unique_key(
         if consumer_group and client_id:
             r = await admin.consume_message_directly(consumer_group, client_id, topic, msgs[0].offset_msg_id)
             return msgs, r
-        return msgs, None
+        return msgs, await _tracks(admin, msgs[0])
 
     msgs, pushed = run_admin(namesrv, go)
+    tracks: list[dict[str, Any]] | None = None
+    if isinstance(pushed, list):
+        tracks, pushed = pushed, None
     if not msgs:
         raise fail(f"no message of unique key {msg_id} in topic {topic}", EXIT_NOT_FOUND)
     shown = msgs if show_all else msgs[:1]
     data: dict[str, Any] = {"messages": [message_json(m) for m in shown]}
+    if tracks is not None:
+        data["tracks"] = tracks
     if pushed is not None:
         data["consumeResult"] = {
             "consumeResult": str(getattr(pushed.consume_result, "value", pushed.consume_result)),
@@ -288,6 +319,8 @@ def query_msg_by_unique_key(
     def render(c: Console) -> None:
         for m in shown:
             render_message(c, m)
+        if tracks is not None:
+            _render_tracks(c, tracks)
         if pushed is not None:
             c.print(f"consumeResult: {data['consumeResult']['consumeResult']}", markup=False)
 
