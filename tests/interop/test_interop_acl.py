@@ -6,12 +6,15 @@ Apache 4.9.x validates the signature before any permission, so a request refused
 SYSTEM_ERROR (1) with the remark ``"org.apache.rocketmq.acl.common.AclException: <message>, <frame>"``
 (the exception escapes the RPC hook); rocketpipe answers NO_PERMISSION (16) with ``<message>``,
 the code Apache 5.3 uses for authentication/authorization failures. The messages are compared.
-(Apache 5.3.3 has no ACL 1.0: ``aclEnable`` is ignored there, ACL 2.0 replaced it.)
+Java clients 5.3.3 / 4.9.8 with ``AclClientRPCHook`` produce and consume on rocketpipe's broker.
+Apache 5.3.3 has no ACL 1.0 (``aclEnable`` is ignored, ACL 2.0 replaced it); its ACL 2.0
+authentication checks the same signature, and accepts rocketpipe's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -196,3 +199,46 @@ class AclScenarioArgs:
     @staticmethod
     def args() -> list[str]:
         return [TOPIC, GROUP, PUB.access_key, PUB.secret_key, SUB.access_key, SUB.secret_key, "3", "60"]
+
+
+# ------------------------------------------------------------------ Apache 5.3.3, ACL 2.0 authentication
+
+SUPER = SessionCredentials("rocketmq5", "12345678")
+
+
+@pytest.fixture(scope="module")
+def apache_5_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheCluster]:
+    """5.3.3 with ACL 2.0 authentication (no authorization): users sign as with ACL 1.0."""
+    version = APACHE_VERSIONS["apache-5"]
+    conf = {
+        "authenticationEnabled": "true",
+        "authenticationProvider": "org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider",
+        "authenticationMetadataProvider": (
+            "org.apache.rocketmq.auth.authentication.provider.LocalAuthenticationMetadataProvider"
+        ),
+        "initAuthenticationUser": json.dumps({"username": SUPER.access_key, "password": SUPER.secret_key}),
+        "innerClientAuthenticationCredentials": json.dumps(
+            {"accessKey": SUPER.access_key, "secretKey": SUPER.secret_key}
+        ),
+    }
+    try:
+        with apache_cluster(version, tmp_path_factory.mktemp("apache-5-auth"), broker_conf=conf) as c:
+            yield c
+    except ApacheUnavailableError as exc:
+        pytest.fail(f"Apache RocketMQ {version} with authentication unavailable: {exc}", pytrace=False)
+
+
+async def test_apache_5_authentication_accepts_rocketpipe_signatures(apache_5_auth: ApacheCluster) -> None:
+    topic = unique("AclAuth5")
+    resp = await _call(apache_5_auth.broker_addr, SUPER, _create_topic(topic))
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    async with Producer(
+        "acl5-pg", config=ClientConfig(namesrv_addr=apache_5_auth.namesrv_addr, credentials=SUPER)
+    ) as p:
+        result = await p.send(Message.build(topic, "authenticated"))
+    assert result.send_status.name == "SEND_OK"
+    wrong = SessionCredentials(SUPER.access_key, "not-the-secret")
+    resp = await _call(apache_5_auth.broker_addr, wrong, _create_topic(unique("AclAuth5Wrong")))
+    assert (resp.code, resp.remark) == (ResponseCode.NO_PERMISSION, "check signature failed.")
+    resp = await _call(apache_5_auth.broker_addr, None, _create_topic(unique("AclAuth5Anon")))
+    assert resp.code == ResponseCode.NO_PERMISSION, resp.remark
