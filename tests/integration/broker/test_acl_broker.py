@@ -192,13 +192,15 @@ async def test_oneway_denials_are_not_answered_and_the_connection_stays_usable(b
     await _topic_a(broker)
     conn = await _connect(broker, None)
     try:
-        await conn.oneway(send_cmd("TopicA", b"x"))
+        await conn.oneway(send_cmd("TopicA", b"x"))  # refused, and not answered
         conn.request_hook = PUB.sign
-        resp = await conn.request(send_cmd("TopicA", b"y"), TIMEOUT)
+        await conn.oneway(send_cmd("TopicA", b"y"))  # signed by the hook: stored
+        await wait_until(lambda: _stored(broker, "TopicA") == 1, what="the signed oneway send")
+        resp = await conn.request(send_cmd("TopicA", b"z"), TIMEOUT)
         assert resp.code == ResponseCode.SUCCESS, resp.remark
     finally:
         await conn.close()
-    assert _stored(broker, "TopicA") == 1
+    assert _stored(broker, "TopicA") == 2
 
 
 async def test_edited_acl_file_applies_without_restart(broker: Broker, acl_file: Path) -> None:
