@@ -283,3 +283,61 @@ async def test_reset_offset_without_consumer_on_apache_4(java_client: JavaClient
     # GET_TOPIC_CONFIG (351), which 4.9 does not support; rocketpipe's command does not need it
     _, out = await java_client.mqadmin(ac.namesrv_addr, "consumerProgress", "-g", group)
     assert "request type 351 not supported" in out
+
+
+async def test_message_commands_and_broker_status(java_client: JavaClient, apache_5: ApacheCluster) -> None:
+    ac = apache_5
+    topic = unique("AdmCliMsg")
+    await ours(ac, "updateTopic", "-b", ac.broker_addr, "-t", topic, "-r", "2", "-w", "2")
+    results = await send_some(ac, topic, 4)
+    sent = await ours(
+        ac, "sendMessage", "-t", topic, "-p", "from-admin", "-c", "TZ", "-k", "AK", "-b", ac.broker_name, "-i", "1"
+    )
+    assert sent["sendStatus"] == "SEND_OK" and sent["queueId"] == 1
+
+    # printMsg: the same messages (ids and bodies) as mqadmin's
+    queues = await ours(ac, "printMsg", "-t", topic)
+    our_msgs = {m["msgId"]: m["body"] for q in queues for m in q["messages"]}
+    out = await theirs(java_client, ac, "printMsg", "-t", topic)
+    their_msgs = dict(re.findall(r"^MSGID: (\S+) .* BODY: (.*)$", out, re.M))
+    assert our_msgs == their_msgs and len(our_msgs) == 5
+    assert our_msgs[sent["msgId"]] == "from-admin"
+
+    # queryMsgByOffset of the sent message; consumeMessage reads it back
+    m = await ours(ac, "queryMsgByOffset", "-t", topic, "-b", ac.broker_name, "-i", "1", "-o", str(sent["queueOffset"]))
+    out = await theirs(
+        java_client,
+        ac,
+        "queryMsgByOffset",
+        "-t",
+        topic,
+        "-b",
+        ac.broker_name,
+        "-i",
+        "1",
+        "-o",
+        str(sent["queueOffset"]),
+    )
+    assert (m["tags"], m["keys"]) == ("TZ", "AK") and f"UNIQ_KEY={m['msgId']}" in out
+    rows = await ours(
+        ac, "consumeMessage", "-t", topic, "-b", ac.broker_name, "-i", "1", "-o", str(sent["queueOffset"]), "-c", "1"
+    )
+    assert [r["body"] for r in rows] == ["from-admin"]
+    assert len(await ours(ac, "consumeMessage", "-t", topic)) == 5
+
+    # queryMsgByUniqueKey: the same queue offset as mqadmin's
+    r = results[0]
+    data = await ours(ac, "queryMsgByUniqueKey", "-t", topic, "-i", r.msg_id)
+    out = await theirs(java_client, ac, "queryMsgByUniqueKey", "-t", topic, "-i", r.msg_id)
+    assert data["messages"][0]["queueOffset"] == r.queue_offset
+    assert f"Queue Offset:        {r.queue_offset}" in out
+
+    # brokerStatus: the same version and the same key set as mqadmin's
+    kv = (await ours(ac, "brokerStatus", "-b", ac.broker_addr))[ac.broker_addr]
+    out = await theirs(java_client, ac, "brokerStatus", "-b", ac.broker_addr)
+    theirs_kv = dict(re.findall(r"^(\w+)\s*: (.*)$", out, re.M))
+    assert kv["brokerVersionDesc"] == theirs_kv["brokerVersionDesc"]
+    assert set(theirs_kv) <= set(kv) | {k for k in theirs_kv if k.startswith("commitLogDiskRatio_")}
+
+    # cleanExpiredCQ: the Apache broker answers it
+    assert (await ours(ac, "cleanExpiredCQ", "-b", ac.broker_addr))["result"] is True
