@@ -185,9 +185,11 @@ async def test_update_and_delete_sub_group(cluster: LocalCluster) -> None:
     assert data["subscriptionGroupConfig"]["retryMaxTimes"] == 3
     cfg = c.broker.groups_config.groups["admGroupA"]
     assert (cfg.retry_max_times, cfg.retry_queue_nums, cfg.consume_enable) == (3, 2, False)
-    out = await cli(c, "updateSubGroup", "-b", c.broker_addr, "--groupName", "admGroupB", "-m", "false")
+    assert (cfg.consume_broadcast_enable, cfg.consume_from_min_enable) == (False, False)  # mqadmin's defaults
+    out = await cli(c, "updateSubGroup", "-b", c.broker_addr, "--groupName", "admGroupB", "-m", "true", "-d", "TRUE")
     assert f"create subscription group to {c.broker_addr} success." in out
-    assert c.broker.groups_config.groups["admGroupB"].consume_from_min_enable is False
+    cfg = c.broker.groups_config.groups["admGroupB"]
+    assert (cfg.consume_from_min_enable, cfg.consume_broadcast_enable, cfg.consume_enable) == (True, True, True)
 
     out = await cli(c, "deleteSubGroup", "-b", c.broker_addr, "-g", "admGroupB")
     assert f"delete subscription group [admGroupB] from broker [{c.broker_addr}] success." in out

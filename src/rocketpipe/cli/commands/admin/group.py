@@ -106,7 +106,8 @@ def update_sub_group(
         if part.strip():
             k, _, v = part.strip().partition("=")
             attrs[k] = v
-    base = SubscriptionGroupConfig(group_name=group)
+    # UpdateSubGroupSubCommand starts from a config with broadcast and from-min consumption off
+    base = SubscriptionGroupConfig(group_name=group, consume_broadcast_enable=False, consume_from_min_enable=False)
     cfg = SubscriptionGroupConfig(
         group_name=group,
         consume_enable=_opt_bool(consume_enable, base.consume_enable),
