@@ -229,6 +229,18 @@ async def test_consumer_progress_connections_and_reset(cluster: LocalCluster) ->
 
             (entry,) = await cli_json(c, "queryMsgById", "-t", topic, "-i", first[0].offset_msg_id)
             assert entry["tracks"] == [{"consumerGroup": group, "trackType": "CONSUMED", "exceptionDesc": None}]
+            # -g/-d: the broker pushes the message to that client (consumeMessageDirectly)
+            client_id = c.broker.clients.consumers[group].client_ids()[0]
+            before = len(got)
+            (entry,) = await cli_json(
+                c, "queryMsgById", "-t", topic, "-i", first[1].offset_msg_id, "-g", group, "-d", client_id
+            )
+            assert entry["consumeResult"]["consumeResult"] == "CR_SUCCESS"
+            assert len(got) == before + 1 and got[-1].msg_id == first[1].msg_id
+            data = await cli_json(
+                c, "queryMsgByUniqueKey", "-t", topic, "-i", first[2].msg_id, "-g", group, "-d", client_id
+            )
+            assert data["consumeResult"]["consumeResult"] == "CR_SUCCESS" and got[-1].msg_id == first[2].msg_id
 
             data = await cli_json(c, "consumerConnection", "-g", group)
             (conn,) = data["connectionSet"]

@@ -71,7 +71,7 @@ def _resend_copy(msg: MessageExt, topic: str) -> Any:
 
 def _send_result_json(r: SendResult) -> dict[str, Any]:
     return {
-        "sendStatus": r.send_status.value if hasattr(r.send_status, "value") else str(r.send_status),
+        "sendStatus": r.send_status.value,
         "msgId": r.msg_id,
         "offsetMsgId": r.offset_msg_id,
         "brokerName": r.message_queue.broker_name,
@@ -146,7 +146,7 @@ def query_msg_by_id(
             if consumer_group and client_id:
                 r = await admin.consume_message_directly(consumer_group, client_id, topic, msg.offset_msg_id)
                 entry["consumeResult"] = {
-                    "consumeResult": str(getattr(r.consume_result, "value", r.consume_result)),
+                    "consumeResult": r.consume_result.value if r.consume_result else None,
                     "order": r.order,
                     "autoCommit": r.auto_commit,
                     "remark": r.remark,
@@ -312,7 +312,7 @@ def query_msg_by_unique_key(
         data["tracks"] = tracks
     if pushed is not None:
         data["consumeResult"] = {
-            "consumeResult": str(getattr(pushed.consume_result, "value", pushed.consume_result)),
+            "consumeResult": pushed.consume_result.value if pushed.consume_result else None,
             "remark": pushed.remark,
         }
 
