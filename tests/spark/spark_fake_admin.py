@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocketpipe.errors import TransportError
 from rocketpipe.protocol.message import MessageQueue, encode_record
 
 FACTORY = "spark_fake_admin:FakeAdmin"
@@ -96,6 +97,16 @@ class FakeCluster:
         self.state["min"][_key(MessageQueue(topic, broker, qid))] = offset  # type: ignore[index]
         self.save()
 
+    def fail_next(self, method: str, times: int) -> None:
+        """Make the next ``times`` calls of ``method`` (``topic_queues``, ``max_offset`` …) raise
+        TransportError, as a stalled broker or name server would."""
+        self.state = json.loads(self.path.read_text())  # the admins count failures down in the file
+        self.state.setdefault("fail", {})[method] = times  # type: ignore[index]
+        self.save()
+
+    def failures_left(self, method: str) -> int:
+        return int(json.loads(self.path.read_text()).get("fail", {}).get(method, 0))
+
     def save(self) -> None:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.state))
@@ -113,13 +124,25 @@ class FakeAdmin:
     def _state(self) -> dict[str, dict[str, object]]:
         return json.loads(self._path.read_text())  # type: ignore[no-any-return]
 
+    def _maybe_fail(self, method: str) -> None:
+        st = self._state()
+        left = int(st.get("fail", {}).get(method, 0))  # type: ignore[union-attr, call-overload]
+        if left > 0:
+            st["fail"][method] = left - 1  # type: ignore[index]
+            tmp = self._path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(st))
+            os.replace(tmp, self._path)
+            raise TransportError(f"fake {method} timed out ({left - 1} failures left)")
+
     def topic_queues(self, topic: str) -> list[MessageQueue]:
+        self._maybe_fail("topic_queues")
         qs = self._state()["queues"].get(topic)
         if qs is None:
             raise LookupError(f"no route for {topic}")
         return sorted(MessageQueue(topic, b, q) for b, q in qs)  # type: ignore[union-attr]
 
     def max_offset(self, mq: MessageQueue) -> int:
+        self._maybe_fail("max_offset")
         return int(self._state()["max"][_key(mq)])  # type: ignore[index]
 
     def min_offset(self, mq: MessageQueue) -> int:

@@ -22,6 +22,7 @@ from rocketpipe.spark.reader import (
     RocketMQBatchReader,
     RocketMQInputPartition,
     RocketMQStreamReader,
+    SourceError,
     _RangeRead,
     _read_ranges,
     _StepHints,
@@ -170,6 +171,27 @@ def test_stream_min_offsets_per_trigger_waits_up_to_max_trigger_delay(fake: Fake
     assert lazy.latestOffset(begin, ReadAllAvailable()) != begin  # AvailableNow does not wait
     r.stop()
     lazy.stop()
+
+
+def test_driver_look_ups_are_retried_after_transport_errors(fake: FakeCluster) -> None:
+    """fetchOffset.numRetries / retryIntervalMs: the driver's queue and offset look-ups survive
+    that many transport errors in a row; one more fails naming the broker and the tries."""
+    fake.fail_next("topic_queues", 2)
+    fake.fail_next("max_offset", 2)
+    r = _stream(fake, **{"fetchOffset.numRetries": "2", "fetchOffset.retryIntervalMs": "0"})
+    assert r.latestOffset(r.initialOffset(), ReadAllAvailable()) == {"T": {"a:0": 100, "a:1": 10, "b:0": 0}}
+    assert fake.failures_left("topic_queues") == fake.failures_left("max_offset") == 0
+    r.stop()
+    fake.fail_next("max_offset", 3)
+    r = _stream(fake, **{"fetchOffset.numRetries": "2", "fetchOffset.retryIntervalMs": "0"})
+    with pytest.raises(SourceError, match=r"broker a .*unreachable .*3 tries, see fetchOffset.numRetries"):
+        r.initialOffset()
+    r.stop()
+    fake.fail_next("topic_queues", 1)
+    r = _stream(fake, **{"fetchOffset.numRetries": "0"})
+    with pytest.raises(SourceError, match=r"name server .* is unreachable .*1 tries"):
+        r.initialOffset()
+    r.stop()
 
 
 def test_stream_available_now_stops_at_target(fake: FakeCluster) -> None:

@@ -122,4 +122,4 @@ def test_driver_errors_say_what_is_wrong(ns: str) -> None:
         raise ConnectionClosedError("connect to 127.0.0.1:1 failed")
 
     with pytest.raises(SourceError, match=r"broker broker-gone \(queue 0 of .*\) is unreachable"):
-        _DriverClient._per_queue([MessageQueue(TOPIC, "broker-gone", 0)], down)
+        _driver(ns, TOPIC)._per_queue([MessageQueue(TOPIC, "broker-gone", 0)], down)

@@ -19,6 +19,9 @@ Options (names are case-insensitive; every value is a string):
 ``minOffsetsPerTrigger``   streaming: skip a trigger with fewer new rows than this, until
                            ``maxTriggerDelay`` (default ``15m``) has passed since the last batch
                            (Kafka's options; not applied under ``Trigger.AvailableNow``).
+``fetchOffset.numRetries`` the driver's look-ups of queues and offsets are tried again this many
+                           times after a transport error (default 3, Kafka's), waiting
+                           ``fetchOffset.retryIntervalMs`` (default 10) ms in between.
 ``failOnDataLoss``         ``true`` (default) or ``false``: whether a queue whose min offset moved
                            past the requested start fails the query or is skipped with a warning.
 ``pullBatchSize``          messages asked per pull request (default 1024, 1..65536).
@@ -79,6 +82,8 @@ KNOWN_OPTIONS: Final = frozenset(
         "maxrecordsperpartition",
         "clientfactory",
         "pushfilters",
+        "fetchoffset.numretries",
+        "fetchoffset.retryintervalms",
         # Spark adds "path" for load(path); tolerated and ignored.
         "path",
     }
@@ -89,7 +94,8 @@ _SOURCE_UNKNOWN_HINT: Final = (
     "startingTimestamp, startingOffsetsByTimestamp, startingOffsetsByTimestampStrategy, endingTimestamp, "
     "endingOffsetsByTimestamp, maxOffsetsPerTrigger, minOffsetsPerTrigger, maxTriggerDelay, failOnDataLoss, "
     "pullBatchSize, pullTimeoutMs, "
-    "pullConcurrency, minPartitions, maxRecordsPerPartition, numPartitions, pushFilters"
+    "pullConcurrency, minPartitions, maxRecordsPerPartition, numPartitions, pushFilters, "
+    "fetchOffset.numRetries, fetchOffset.retryIntervalMs"
 )
 
 DEFAULT_PULL_BATCH_SIZE: Final = 1024
@@ -114,6 +120,10 @@ class SourceOptions:
         min_offsets_per_trigger: ``minOffsetsPerTrigger``: a trigger with fewer new rows is
             skipped until ``max_trigger_delay_ms`` has passed since the last batch, or ``None``.
         max_trigger_delay_ms: ``maxTriggerDelay`` in ms (Kafka's default ``15m``).
+        fetch_offset_num_retries: ``fetchOffset.numRetries``: the driver's look-ups of queues
+            and offsets are tried again this many times after a transport error (Kafka: 3).
+        fetch_offset_retry_interval_ms: ``fetchOffset.retryIntervalMs``: wait between those
+            tries, ms (Kafka: 10).
         fail_on_data_loss: raise (``True``) or skip ahead (``False``) on lost messages.
         pull_batch_size: messages asked per pull request.
         pull_timeout_s: timeout of one pull request in seconds.
@@ -157,6 +167,8 @@ class SourceOptions:
     push_filters: bool = False
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60 * 1000
+    fetch_offset_num_retries: int = 3
+    fetch_offset_retry_interval_ms: int = 10
     min_partitions: int | None = None
     max_records_per_partition: int | None = None
 
@@ -328,6 +340,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         max_offsets_per_trigger=max_per_trigger,
         min_offsets_per_trigger=min_per_trigger,
         max_trigger_delay_ms=max_delay_ms,
+        fetch_offset_num_retries=_parse_int(lowered, "fetchOffset.numRetries", 3, 0, 1000) or 0,
+        fetch_offset_retry_interval_ms=_parse_int(lowered, "fetchOffset.retryIntervalMs", 10, 0, 3_600_000) or 0,
         fail_on_data_loss=_parse_bool(lowered, "failOnDataLoss", True),
         pull_batch_size=pull_batch_size,
         pull_timeout_s=pull_timeout_ms / 1000.0,

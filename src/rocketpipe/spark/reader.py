@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, Filter, InputPartition
@@ -66,6 +66,7 @@ from .options import SourceOptions
 from .pushdown import PushedFilters, narrow, push_filters
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: A read() batch is flushed once it holds this many messages or raw bytes.
 BATCH_TARGET_ROWS: Final = 16_384
@@ -630,6 +631,28 @@ class _DriverClient:
         admin, self._admin = self._admin, None
         _close_quietly(admin)
 
+    def _retried(self, ask: Callable[[], T]) -> T:
+        """``ask()``, tried again ``fetchOffset.numRetries`` times after a transport error (a
+        stalled or restarting broker or name server), ``fetchOffset.retryIntervalMs`` apart, as
+        Kafka's source retries its offset fetches; the last error is raised."""
+        opts = self._options
+        for attempt in range(opts.fetch_offset_num_retries + 1):
+            try:
+                return ask()
+            except TransportError as exc:
+                if attempt == opts.fetch_offset_num_retries:
+                    raise
+                log.warning(
+                    "driver look-up failed (%s); try %d of %d in %d ms",
+                    exc, attempt + 2, opts.fetch_offset_num_retries + 1, opts.fetch_offset_retry_interval_ms,
+                )  # fmt: skip
+                time.sleep(opts.fetch_offset_retry_interval_ms / 1000)
+        raise AssertionError("unreachable")
+
+    def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        """The broker's search by store time for ``mq`` (retried as :meth:`_retried`)."""
+        return self._retried(lambda: self.admin().search_offset(mq, timestamp_ms))
+
     def queues(self) -> list[MessageQueue]:
         """Readable queues of every topic, sorted.
 
@@ -640,7 +663,7 @@ class _DriverClient:
         ns = self._options.name_server
         for topic in self._options.topics:
             try:
-                out.extend(self.admin().topic_queues(topic))
+                out.extend(self._retried(lambda: self.admin().topic_queues(topic)))  # noqa: B023
             except (TopicNotExistError, RouteNotFoundError) as exc:
                 raise SourceError(
                     f"topic {topic!r} does not exist: name server {ns} has no route for it ({exc}); "
@@ -648,7 +671,8 @@ class _DriverClient:
                 ) from exc
             except TransportError as exc:
                 raise SourceError(
-                    f"name server {ns} is unreachable ({exc}); check option nameServer and that it is running"
+                    f"name server {ns} is unreachable ({exc}; {self._options.fetch_offset_num_retries + 1} tries, see "
+                    "fetchOffset.numRetries); check option nameServer and that it is running"
                 ) from exc
             except RocketMQError as exc:
                 raise SourceError(f"cannot list the queues of topic {topic!r} via name server {ns}: {exc}") from exc
@@ -660,22 +684,23 @@ class _DriverClient:
         Raises:
             SourceError: a broker is unreachable or failed (names it).
         """
-        return self._per_queue(queues, self.admin().max_offset)
+        return self._per_queue(queues, lambda mq: self.admin().max_offset(mq))
 
     def min_offsets(self, queues: list[MessageQueue]) -> Offsets:
         """Each queue's min offset. Raises as :meth:`max_offsets`."""
-        return self._per_queue(queues, self.admin().min_offset)
+        return self._per_queue(queues, lambda mq: self.admin().min_offset(mq))
 
-    @staticmethod
-    def _per_queue(queues: list[MessageQueue], ask: Callable[[MessageQueue], int]) -> Offsets:
+    def _per_queue(self, queues: list[MessageQueue], ask: Callable[[MessageQueue], int]) -> Offsets:
         out: Offsets = {}
+        tries = self._options.fetch_offset_num_retries + 1
         for mq in queues:
             try:
-                out[mq] = int(ask(mq))
+                out[mq] = int(self._retried(lambda: ask(mq)))  # noqa: B023
             except TransportError as exc:
                 raise SourceError(
-                    f"broker {mq.broker_name} (queue {mq.queue_id} of {mq.topic}) is unreachable ({exc}); "
-                    "check that the broker is running and reachable from the Spark driver"
+                    f"broker {mq.broker_name} (queue {mq.queue_id} of {mq.topic}) is unreachable ({exc}; {tries} "
+                    "tries, see fetchOffset.numRetries); check that the broker is running and reachable from the "
+                    "Spark driver"
                 ) from exc
             except RocketMQError as exc:
                 raise SourceError(
@@ -694,7 +719,7 @@ class _DriverClient:
         opts = self._options
         if opts.starting_timestamps is not None:
             return resolve_timestamps(
-                opts.starting_timestamps, queues, mins, maxs, self.admin().search_offset,
+                opts.starting_timestamps, queues, mins, maxs, self.search_offset,
                 ending=False, no_match=opts.starting_timestamp_strategy,
             )  # fmt: skip
         start = resolve_offsets(opts.starting_offsets, queues, mins, maxs, default="earliest")
@@ -756,7 +781,7 @@ class RocketMQBatchReader(DataSourceReader):
             start = client.start_offsets(queues, mins, maxs)
             if opts.ending_timestamps is not None:
                 end = resolve_timestamps(
-                    opts.ending_timestamps, queues, mins, maxs, client.admin().search_offset,
+                    opts.ending_timestamps, queues, mins, maxs, client.search_offset,
                     ending=True, option="endingOffsetsByTimestamp",
                 )  # fmt: skip
             elif opts.ending_offsets is None:
@@ -822,7 +847,7 @@ class RocketMQPushdownBatchReader(RocketMQBatchReader):
         pushed = self._pushed
         if not pushed.described:
             return queues, start, end
-        lo, hi = narrow(pushed, queues, start, end, client.admin().search_offset)
+        lo, hi = narrow(pushed, queues, start, end, client.search_offset)
         kept = [mq for mq in queues if mq in lo]
         before, after = sum(end[mq] - start[mq] for mq in queues), sum(hi[mq] - lo[mq] for mq in kept)
         log.info(
