@@ -45,6 +45,7 @@ from ..protocol.headers.admin import (
     DeleteTopicRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumeStatsRequestHeader,
+    GetTopicConfigRequestHeader,
     GetTopicStatsInfoRequestHeader,
     QueryMessageRequestHeader,
     QueryMessageResponseHeader,
@@ -56,7 +57,12 @@ from ..protocol.headers.consumer import (
     GetConsumerRunningInfoRequestHeader,
     ResetOffsetRequestHeader,
 )
-from ..protocol.headers.route import GetKVConfigRequestHeader, GetKVConfigResponseHeader, PutKVConfigRequestHeader
+from ..protocol.headers.route import (
+    DeleteKVConfigRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
+    PutKVConfigRequestHeader,
+)
 from ..protocol.message import MessageExt, MessageQueue, decode_offset_msg_id, decode_records
 from ..protocol.sysflag import PERM_READ, PERM_WRITE, build_pull_sys_flag
 from . import rpc
@@ -962,6 +968,22 @@ class Admin:
             self._runtime.config.request_timeout,
         )
 
+    async def examine_topic_config(self, broker_addr: str, topic: str) -> dict[str, Any]:
+        """Return a broker's config of ``topic`` (GET_TOPIC_CONFIG, 351; 5.x brokers): the
+        parsed ``TopicConfigAndQueueMapping`` bean (``topicName``, ``readQueueNums``,
+        ``writeQueueNums``, ``perm``, ``topicSysFlag``, ``order`` …).
+
+        Mirrors ``DefaultMQAdminExt.examineTopicConfig(addr, topic)``.
+
+        Raises:
+            TopicNotExistError: the broker does not know the topic; BrokerError
+            (RequestCodeNotSupportedError from a 4.x broker) / TransportError.
+        """
+        h = GetTopicConfigRequestHeader(topic=topic)
+        cmd = RemotingCommand.request(RequestCode.GET_TOPIC_CONFIG, h.to_ext_fields())
+        resp = await self._request(broker_addr, cmd, self._runtime.config.request_timeout)
+        return jj.as_dict(jj.loads(bytes(resp.body))) if resp.body else {}
+
     async def create_and_update_subscription_group_config(
         self, broker_addr: str, config: SubscriptionGroupConfig
     ) -> None:
@@ -1099,6 +1121,19 @@ class Admin:
         h = PutKVConfigRequestHeader(namespace=namespace, key=key, value=value)
         for ns in self._runtime.config.namesrv_addrs():
             await self._request(ns, RemotingCommand.request(RequestCode.PUT_KV_CONFIG, h.to_ext_fields()), t)
+
+    async def delete_kv_config(self, namespace: str, key: str) -> None:
+        """Remove ``key`` from ``namespace`` of every name server (DELETE_KV_CONFIG, 102).
+
+        Mirrors ``DefaultMQAdminExt.deleteKvConfig`` (``mqadmin deleteKvConfig``).
+
+        Raises:
+            BrokerError / TransportError.
+        """
+        t = self._runtime.config.request_timeout
+        h = DeleteKVConfigRequestHeader(namespace=namespace, key=key)
+        for ns in self._runtime.config.namesrv_addrs():
+            await self._request(ns, RemotingCommand.request(RequestCode.DELETE_KV_CONFIG, h.to_ext_fields()), t)
 
     async def get_kv_config(self, namespace: str, key: str) -> str | None:
         """Return the value of ``key`` in ``namespace`` (GET_KV_CONFIG, 101), None when unset.

@@ -110,6 +110,12 @@ async def test_update_topic_list_route_status_delete(cluster: LocalCluster) -> N
     assert data["orderConf"] == "broker-a:3" and data["topicConfig"]["order"] is True
     async with Admin(c.namesrv_addr) as admin:  # the name server's KV store, as Java's orderMessageEnable reads it
         assert await admin.get_kv_config("ORDER_TOPIC_CONFIG", "AdmOrd") == "broker-a:3"
+        out = await cli(c, "updateKvConfig", "-s", "ORDER_TOPIC_CONFIG", "-k", "AdmOrd", "-v", "broker-a:5")
+        assert "create or update kv config to namespace success." in out
+        assert await admin.get_kv_config("ORDER_TOPIC_CONFIG", "AdmOrd") == "broker-a:5"
+        data = await cli_json(c, "deleteKvConfig", "--namespace", "ORDER_TOPIC_CONFIG", "--key", "AdmOrd")
+        assert data == {"namespace": "ORDER_TOPIC_CONFIG", "key": "AdmOrd"}
+        assert await admin.get_kv_config("ORDER_TOPIC_CONFIG", "AdmOrd") is None
     await routed(c, "AdmT1", 4)
 
     out = await cli(c, "topicList")
@@ -125,6 +131,16 @@ async def test_update_topic_list_route_status_delete(cluster: LocalCluster) -> N
     assert route["brokerDatas"][0]["brokerAddrs"] == {"0": c.broker_addr}
     out = await cli(c, "topicRoute", "-t", "AdmT2", "-l")
     assert "broker-a" in out and "R--" in out and c.broker_addr in out and CLUSTER in out
+
+    assert await cli_json(c, "topicClusterList", "-t", "AdmT1") == [CLUSTER]
+    assert (await cli(c, "topicClusterList", "-t", "AdmT1")).split() == [CLUSTER]
+    out = await cli(c, "updateTopicPerm", "-b", c.broker_addr, "-t", "AdmT2", "-p", "6")
+    assert f"update topic perm from 4 to 6 in {c.broker_addr} success." in out
+    tc = c.broker.topics.get("AdmT2")
+    assert tc is not None and (tc.perm, tc.read_queue_nums, tc.write_queue_nums) == (6, 2, 3)
+    await routed(c, "AdmT2", 2)
+    changes = await cli_json(c, "updateTopicPerm", "-c", CLUSTER, "-t", "AdmT2", "-p", "6")
+    assert changes == [{"brokerAddr": c.broker_addr, "oldPerm": 6, "perm": 6, "changed": False}]
 
     results = await send(c, "AdmT1", 7)
     rows = await cli_json(c, "topicStatus", "-t", "AdmT1")
@@ -479,3 +495,25 @@ async def test_resend_from_dlq(cluster: LocalCluster) -> None:
     out = await cli(c, "resendMsgById", "-t", dlq, "-i", dlq_offset_id, "-o")
     assert "SEND_OK" in out and topic in out
     assert c.broker.store.get_max_offset(topic, 0) == before + 1
+
+
+async def test_query_msg_trace_by_id(tmp_path: Path) -> None:
+    async with local_cluster(tmp_path / "store", trace_topic_enable=True) as c:
+        topic = "AdmTrace"
+        await cli(c, "updateTopic", "-b", c.broker_addr, "-t", topic, "-r", "1", "-w", "1")
+        await routed(c, topic, 1)
+        async with Producer("pg-admin-trace", namesrv_addr=c.namesrv_addr, enable_msg_trace=True) as p:
+            sent = await p.send(Message.build(topic, "traced", tags="TT"))
+        rows: list[dict[str, Any]] = []
+
+        async def traced() -> bool:
+            nonlocal rows
+            rows = await cli_json(c, "queryMsgTraceById", "-i", sent.msg_id)
+            return any(r["type"] == "Pub" for r in rows)
+
+        await wait_until(traced, timeout=20, what="the Pub trace")
+        (pub,) = [r for r in rows if r["type"] == "Pub"]
+        assert (pub["groupName"], pub["status"], pub["topic"]) == ("pg-admin-trace", "success", topic)
+        out = await cli(c, "queryMsgTraceById", "--msgId", sent.msg_id, "--traceTopic", "RMQ_SYS_TRACE_TOPIC")
+        assert "#ProducerGroup" in out and "pg-admin-trace" in out and "success" in out
+        assert await cli_json(c, "queryMsgTraceById", "-i", "no-such-id") == []

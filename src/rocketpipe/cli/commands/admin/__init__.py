@@ -3,11 +3,13 @@ and option letters (L4, cli). See ``docs/admin-cli.md``.
 
 One module per group of commands: :mod:`.cluster` (clusterList, brokerStatus, getBrokerConfig,
 updateBrokerConfig, cleanExpiredCQ), :mod:`.topic` (topicList, topicRoute, topicStatus,
-updateTopic, deleteTopic), :mod:`.group` (updateSubGroup, deleteSubGroup, consumerProgress,
-consumerConnection, consumerStatus, producerConnection, resetOffsetByTime, setConsumeMode) and
-:mod:`.message` (queryMsgById, queryMsgByKey, queryMsgByOffset, queryMsgByUniqueKey, printMsg,
-sendMessage, consumeMessage, resendMsgById) and :mod:`.stats` (statsAll). Every command takes ``-n/--namesrvAddr`` and
-``--json``; exit codes are those of :mod:`rocketpipe.cli.errors`.
+updateTopic, updateTopicPerm, deleteTopic, topicClusterList), :mod:`.group` (updateSubGroup,
+deleteSubGroup, consumerProgress, consumerConnection, consumerStatus, producerConnection,
+resetOffsetByTime, setConsumeMode), :mod:`.message` (queryMsgById, queryMsgByKey,
+queryMsgByOffset, queryMsgByUniqueKey, printMsg, sendMessage, consumeMessage, queryMsgTraceById,
+resendMsgById), :mod:`.stats` (statsAll) and :mod:`.namesrv` (updateKvConfig, deleteKvConfig).
+Every command takes ``-n/--namesrvAddr`` and ``--json``; exit codes are those of
+:mod:`rocketpipe.cli.errors`.
 
 Imports: the public API of :mod:`rocketpipe.client`.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import typer
 
-from . import cluster, group, message, stats, topic
+from . import cluster, group, message, namesrv, stats, topic
 
 admin_app = typer.Typer(
     name="admin",
@@ -24,7 +26,7 @@ admin_app = typer.Typer(
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-for _module in (cluster, topic, group, message, stats):
+for _module in (cluster, topic, group, message, stats, namesrv):
     _module.register(admin_app)
 
 __all__ = ["admin_app"]

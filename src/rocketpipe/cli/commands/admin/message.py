@@ -27,6 +27,7 @@ from ._common import (
     parse_timestamp,
     render_message,
     run_admin,
+    short_time,
     table,
 )
 from .topic import DLQ_PREFIX, RETRY_PREFIX
@@ -53,6 +54,7 @@ def register(app: typer.Typer) -> None:
     app.command("printMsg")(print_msg)
     app.command("sendMessage")(send_message)
     app.command("consumeMessage")(consume_message)
+    app.command("queryMsgTraceById")(query_msg_trace_by_id)
     app.command("resendMsgById")(resend_msg_by_id)
 
 
@@ -562,5 +564,65 @@ def resend_msg_by_id(
                 r["msgId"],
             )
         c.print(t)
+
+    emit(as_json, rows, render)
+
+
+@handle_errors
+def query_msg_trace_by_id(
+    msg_id: Annotated[str, typer.Option("--msgId", "-i", help="Message id (the unique key).")],
+    trace_topic: Annotated[
+        str, typer.Option("--traceTopic", "-t", help="Where the traces were sent.")
+    ] = "RMQ_SYS_TRACE_TOPIC",
+    begin_timestamp: Annotated[int, typer.Option("--beginTimestamp", "-b", help="Store time from, epoch ms.")] = 0,
+    end_timestamp: Annotated[int, typer.Option("--endTimestamp", "-e", help="Store time to, epoch ms.")] = 2**63 - 1,
+    max_num: Annotated[int, typer.Option("--maxNum", "-c", min=1, help="Trace messages per broker.")] = 64,
+    namesrv: NamesrvOption = DEFAULT_NAMESRV,
+    as_json: JsonOption = False,
+) -> None:
+    """Query a message trace (QueryMsgTraceByIdSubCommand): the Pub records, then each consumer
+    group's SubAfter records (group, client host, time, cost, status)."""
+    views = run_admin(
+        namesrv,
+        lambda a: a.query_trace(msg_id, trace_topic, max_num=max_num, begin_ms=begin_timestamp, end_ms=end_timestamp),
+    )
+    rows: list[dict[str, Any]] = [
+        {
+            "type": v.trace_type.name,
+            "groupName": v.group_name,
+            "clientHost": v.client_host,
+            "timeStamp": v.time_stamp,
+            "costTime": v.cost_time,
+            "status": v.status,
+            "topic": v.topic,
+        }
+        for v in views
+    ]
+
+    def render(c: Console) -> None:
+        pubs = [r for r in rows if r["type"] == "Pub"]
+        if pubs:
+            t = table("#Type", "#ProducerGroup", "#ClientHost", "#SendTime", "#CostTimes", "#Status")
+            for r in pubs:
+                t.add_row(
+                    "Pub",
+                    r["groupName"],
+                    r["clientHost"],
+                    short_time(r["timeStamp"]),
+                    f"{r['costTime']}ms",
+                    r["status"],
+                )
+            c.print(t)
+        subs = [r for r in rows if r["type"] == "SubAfter"]
+        for group in sorted({r["groupName"] for r in subs}):
+            t = table("#Type", "#ConsumerGroup", "#ClientHost", "#ConsumerTime", "#CostTimes", "#Status")
+            for r in subs:
+                if r["groupName"] == group:
+                    t.add_row(
+                        "Sub", group, r["clientHost"], short_time(r["timeStamp"]), f"{r['costTime']}ms", r["status"]
+                    )
+            c.print(t)
+        if not rows:
+            c.print(f"no trace of message {msg_id} in {trace_topic}", markup=False)
 
     emit(as_json, rows, render)

@@ -51,7 +51,9 @@ def register(app: typer.Typer) -> None:
     app.command("topicRoute")(topic_route)
     app.command("topicStatus")(topic_status)
     app.command("updateTopic")(update_topic)
+    app.command("updateTopicPerm")(update_topic_perm)
     app.command("deleteTopic")(delete_topic)
+    app.command("topicClusterList")(topic_cluster_list)
 
 
 @handle_errors
@@ -292,3 +294,92 @@ def delete_topic(
         c.print(f"delete topic [{topic}] from NameServer success.", markup=False)
 
     emit(as_json, {"topic": topic, "clusterName": cluster_name, "brokerAddrs": addrs}, render)
+
+
+@handle_errors
+def update_topic_perm(
+    topic: TopicOption,
+    perm: Annotated[int, typer.Option("--perm", "-p", help="New permission: 2 write, 4 read, 6 both.")],
+    broker_addr: Annotated[str | None, typer.Option("--brokerAddr", "-b", help="On this (master) broker.")] = None,
+    cluster_name: Annotated[
+        str | None, typer.Option("--clusterName", "-c", help="On every master of this cluster hosting the topic.")
+    ] = None,
+    namesrv: NamesrvOption = DEFAULT_NAMESRV,
+    as_json: JsonOption = False,
+) -> None:
+    """Update topic perm (UpdateTopicPermSubCommand): queue counts stay, the permission changes."""
+    either_broker_or_cluster(broker_addr, cluster_name, "updateTopicPerm")
+
+    async def go(admin: Admin) -> list[dict[str, Any]]:
+        changes: list[dict[str, Any]] = []
+        if broker_addr:
+            tc = await admin.examine_topic_config(broker_addr, topic)
+            targets = [
+                (
+                    broker_addr,
+                    int(tc.get("readQueueNums", 0)),
+                    int(tc.get("writeQueueNums", 0)),
+                    int(tc.get("perm", 6)),
+                    bool(tc.get("order", False)),
+                    int(tc.get("topicSysFlag", 0)),
+                )
+            ]
+        else:
+            route = await admin.topic_route(topic)
+            info = await admin.examine_broker_cluster_info()
+            names = info.cluster_addr_table.get(cluster_name or "", set())
+            masters = {bd.broker_name: bd.broker_addrs.get(0) for bd in route.broker_datas}
+            targets = [
+                (addr, qd.read_queue_nums, qd.write_queue_nums, qd.perm, False, qd.topic_sys_flag)
+                for qd in route.queue_datas
+                if qd.broker_name in names and (addr := masters.get(qd.broker_name)) is not None
+            ]
+        for addr, read, write, old, order, sys_flag in targets:
+            if old == perm:
+                changes.append({"brokerAddr": addr, "oldPerm": old, "perm": perm, "changed": False})
+                continue
+            await admin.create_and_update_topic_config(
+                addr,
+                topic,
+                read_queue_nums=read,
+                write_queue_nums=write,
+                perm=perm,
+                order=order,
+                topic_sys_flag=sys_flag,
+            )
+            changes.append({"brokerAddr": addr, "oldPerm": old, "perm": perm, "changed": True})
+        return changes
+
+    changes = run_admin(namesrv, go)
+
+    def render(c: Console) -> None:
+        for ch in changes:
+            if ch["changed"]:
+                c.print(
+                    f"update topic perm from {ch['oldPerm']} to {perm} in {ch['brokerAddr']} success.", markup=False
+                )
+            else:
+                c.print(f"new perm equals to the old one! ({ch['brokerAddr']})", markup=False)
+
+    emit(as_json, changes, render)
+
+
+@handle_errors
+def topic_cluster_list(
+    topic: TopicOption,
+    namesrv: NamesrvOption = DEFAULT_NAMESRV,
+    as_json: JsonOption = False,
+) -> None:
+    """Get the clusters of a topic's brokers (TopicClusterSubCommand)."""
+
+    async def go(admin: Admin) -> list[str]:
+        route = await admin.topic_route(topic)
+        return sorted({bd.cluster for bd in route.broker_datas})
+
+    clusters = run_admin(namesrv, go)
+
+    def render(c: Console) -> None:
+        for name in clusters:
+            c.print(name, markup=False)
+
+    emit(as_json, clusters, render)
