@@ -341,3 +341,21 @@ async def test_message_commands_and_broker_status(java_client: JavaClient, apach
 
     # cleanExpiredCQ: the Apache broker answers it
     assert (await ours(ac, "cleanExpiredCQ", "-b", ac.broker_addr))["result"] is True
+
+
+async def test_topic_perm_and_cluster_list(java_client: JavaClient, apache_5: ApacheCluster) -> None:
+    ac = apache_5
+    topic = unique("AdmCliPerm")
+    await ours(ac, "updateTopic", "-b", ac.broker_addr, "-t", topic, "-r", "2", "-w", "2")
+    assert await ours(ac, "topicClusterList", "-t", topic) == [ac.cluster_name]
+    out = await theirs(java_client, ac, "topicClusterList", "-t", topic)
+    assert ac.cluster_name in out.split()
+
+    (change,) = await ours(ac, "updateTopicPerm", "-b", ac.broker_addr, "-t", topic, "-p", "4")
+    assert (change["oldPerm"], change["perm"], change["changed"]) == (6, 4, True)
+
+    async def perm_4() -> bool:
+        _, out = await java_client.mqadmin(ac.namesrv_addr, "topicRoute", "-t", topic)
+        return '"perm":4' in out and '"readQueueNums":2' in out
+
+    await wait_until(perm_4, timeout=40, interval=1, what="mqadmin sees perm 4")
