@@ -49,6 +49,7 @@ _CLIENT_NAMES = (
     "PushConsumer",
     "SendResult",
     "SendStatus",
+    "SessionCredentials",
     "SyncAdmin",
     "SyncProducer",
 )
@@ -98,6 +99,7 @@ __all__ = [
     "RocketMQError",
     "SendResult",
     "SendStatus",
+    "SessionCredentials",
     "SimpleConsumer",
     "SyncAdmin",
     "SyncLitePullConsumer",
@@ -141,6 +143,7 @@ if TYPE_CHECKING:
         RequestCallback,
         SendResult,
         SendStatus,
+        SessionCredentials,
         SimpleConsumer,
         SyncAdmin,
         SyncLitePullConsumer,

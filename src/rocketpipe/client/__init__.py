@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from ..protocol.message import Message, MessageExt, MessageQueue
 from .admin import Admin
-from .config import ClientConfig
+from .config import ClientConfig, SessionCredentials
 from .consumer.allocate import (
     allocate_averagely,
     allocate_averagely_by_circle,
@@ -102,6 +102,7 @@ __all__ = [
     "RequestCallback",
     "SendResult",
     "SendStatus",
+    "SessionCredentials",
     "SimpleConsumer",
     "SyncAdmin",
     "SyncLitePullConsumer",

@@ -38,11 +38,13 @@ class ServeProcess:
         namesrv_addr: ``"127.0.0.1:port"`` of its name server.
         broker_addr: ``"127.0.0.1:port"`` of its broker.
         pid: the process id (for CPU accounting from ``/proc``).
+        metrics_addr: ``"host:port"`` of its Prometheus endpoint (``--metrics-port``), or None.
     """
 
     namesrv_addr: str
     broker_addr: str
     pid: int
+    metrics_addr: str | None = None
 
 
 def stop_process(proc: subprocess.Popen[Any], grace: float = 30.0) -> None:
@@ -125,6 +127,7 @@ def serve_process(
         ns_addr = namesrv_addr if namesrv_addr is not None else (ns.group(1) if ns else None)
         if ns_addr is None or broker is None:
             raise ServeStartError(f"no name server or broker address in {out[-300:]!r}")
-        yield ServeProcess(ns_addr, broker.group(1), proc.pid)
+        metrics = re.search(r"Prometheus metrics on http://(\S+)/metrics", out)
+        yield ServeProcess(ns_addr, broker.group(1), proc.pid, metrics.group(1) if metrics else None)
     finally:
         stop_process(proc)

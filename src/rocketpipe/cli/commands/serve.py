@@ -42,7 +42,8 @@ from ..errors import EXIT_CONNECTION, EXIT_USAGE, fail, handle_errors
 from ..logging_setup import DEFAULT_LOG_BACKUPS, DEFAULT_LOG_MAX_BYTES, LogLevel, configure_logging
 
 if TYPE_CHECKING:
-    from rocketpipe.broker import BrokerConfig
+    from rocketpipe.broker import Broker, BrokerConfig
+    from rocketpipe.namesrv import NameServer
 
 console = Console(highlight=False, soft_wrap=True)
 log = logging.getLogger("rocketpipe.cli.serve")
@@ -114,6 +115,7 @@ async def run_servers(
     namesrv_addr: str | None,
     broker_config: BrokerConfig | None,
     limits: ServerLimits,
+    metrics_port: int | None = None,
 ) -> None:
     """Start the requested servers, print and log their addresses, run until a stop signal.
 
@@ -124,6 +126,8 @@ async def run_servers(
         broker_config: the broker's configuration (its ``namesrv_addr`` is replaced by the
             name server started here, or ``namesrv_addr``), or None for no broker.
         limits: connection limits of the name server (the broker's come from its config).
+        metrics_port: serve Prometheus metrics of the servers started here on
+            ``http://host:metrics_port/metrics`` (0 = any free port), or None for none.
 
     Raises:
         RocketMQError: a server failed to start.
@@ -150,6 +154,12 @@ async def run_servers(
                     f"rocketpipe: broker {broker_config.broker_name} listening on {broker_addr} "
                     f"(store {broker_config.store_dir}, {broker_config.flush_disk_type}, name server {namesrv_addr})"
                 )
+            if metrics_port is not None:
+                address = _start_metrics(
+                    stack, host, metrics_port, namesrv if namesrv_port is not None else None,
+                    broker if broker_config is not None else None,
+                )  # fmt: skip
+                console.print(f"rocketpipe: Prometheus metrics on http://{address}/metrics")
             log.info("%s", _start_line(namesrv_addr, broker_addr, broker_config, limits))
             console.print("rocketpipe: ready; Ctrl-C stops")
             await stop.wait()
@@ -157,6 +167,29 @@ async def run_servers(
             log.info("rocketpipe serve stopping")
         log.info("rocketpipe serve stopped")
         console.print("rocketpipe: stopped")
+
+
+def _start_metrics(
+    stack: contextlib.AsyncExitStack, host: str, port: int, namesrv: NameServer | None, broker: Broker | None
+) -> str:
+    """Serve the servers' Prometheus metrics (one registry of their collectors, the broker's RPC
+    latency fed by its router's observer); the server stops with ``stack``. Returns host:port."""
+    from prometheus_client import CollectorRegistry
+
+    from rocketpipe.broker.metrics import BrokerCollector, MetricsServer
+    from rocketpipe.namesrv.metrics import NamesrvCollector
+
+    registry = CollectorRegistry()
+    if namesrv is not None:
+        registry.register(NamesrvCollector(namesrv))
+    if broker is not None:
+        collector = BrokerCollector(broker)  # built on the loop: scrapes hop onto it
+        registry.register(collector)
+        broker.router.observer = collector.rpc_latency.observe
+    server = MetricsServer(host, port, registry)
+    server.start()
+    stack.push_async_callback(asyncio.to_thread, server.close)
+    return server.address
 
 
 def _is_loopback(host: str) -> bool:
@@ -316,6 +349,13 @@ def serve(
             help="Start even when a metadata JSON (topics, offsets, ...) and its .bak are both unreadable; their state starts empty.",
         ),
     ] = False,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port",
+            help="Serve Prometheus metrics of the broker and name server on http://HOST:PORT/metrics (0 = any free port; Apache RocketMQ uses 5557). Off when not given.",
+        ),
+    ] = None,
     acl_enable: Annotated[
         bool,
         typer.Option(
@@ -362,6 +402,7 @@ def serve(
         ("--transaction-check-max", transaction_check_max, 1, None),
         ("--log-max-bytes", log_max_bytes, 1, None),
         ("--log-backups", log_backups, 1, None),
+        ("--metrics-port", 0 if metrics_port is None else metrics_port, 0, 65535),
     ])  # fmt: skip
     from rocketpipe.broker import BrokerConfig
     from rocketpipe.store import StoreConfig
@@ -423,6 +464,7 @@ def serve(
                 namesrv_addr=namesrv if broker_only else None,
                 broker_config=broker_config,
                 limits=limits,
+                metrics_port=metrics_port,
             )
         )
     except OSError as exc:
