@@ -126,6 +126,24 @@ def test_batch_write_topic_column_string_body_and_keys(spark, ns: str) -> None:
     assert sorted(m.body.decode() for m in pull_all(ns, c)) == sorted([f"text-{i}" for i in range(40)] + ["to-option"])
 
 
+def test_batch_write_kafka_shaped_rows(spark, ns: str) -> None:
+    """A DataFrame shaped for Spark's Kafka sink (key, value, headers) is written as is: value
+    becomes the body, key the keys, headers user properties."""
+    topic = _topic("SinkKafka", ns, 2)
+    df = spark.sql(
+        "SELECT CAST(concat('key-', id) AS BINARY) AS key, CAST(concat('value-', id) AS BINARY) AS value, "
+        "array(named_struct('key', 'source', 'value', CAST('kafka-job' AS BINARY)), "
+        "named_struct('key', 'n', 'value', CAST(CAST(id AS STRING) AS BINARY))) AS headers "
+        "FROM range(30)"
+    )
+    _writer(df, ns, topic=topic).save()
+    msgs = pull_all(ns, topic)
+    assert sorted(m.body.decode() for m in msgs) == sorted(f"value-{i}" for i in range(30))
+    for m in msgs:
+        i = m.body.decode().split("-")[1]
+        assert m.keys == f"key-{i}" and m.properties["source"] == "kafka-job" and m.properties["n"] == i
+
+
 def test_batch_write_queue_id_routing(spark, ns: str) -> None:
     topic = _topic("SinkQueues", ns, 4)
     rows = [(b"q-%d" % i, i % 3 if i % 4 else None, "broker-a" if i % 8 == 1 else None) for i in range(200)]
@@ -235,7 +253,7 @@ def test_bad_input_errors(spark, ns: str, tmp_path: Path) -> None:
     topic = _topic("SinkBad", ns, 1)
     ok = spark.createDataFrame([(b"x",)], "body binary")
     cases = [
-        (spark.createDataFrame([("x",)], "value string"), {"topic": topic}, "needs a 'body' column"),
+        (spark.createDataFrame([("x",)], "payload string"), {"topic": topic}, "needs a 'body' column"),
         (spark.createDataFrame([(1,)], "body int"), {"topic": topic}, "column body has type int"),
         (ok, {}, "needs a topic"),
         (ok, {"topic": topic, "batchSize": "zero"}, "batchSize='zero' is not an integer"),
@@ -264,7 +282,8 @@ def test_bad_input_errors(spark, ns: str, tmp_path: Path) -> None:
     blank = spark.createDataFrame([(b"x", {"p": " "})], "body binary, properties map<string,string>")
     with pytest.raises(Exception, match="property 'p'=' ' is blank"):
         _writer(blank, ns, topic=topic).save()
-    with pytest.raises(Exception, match="needs a 'body' column"):
+    # the rate source's value (bigint) is taken for Kafka's value column, of the wrong type
+    with pytest.raises(Exception, match="column value has type bigint; the rocketmq sink needs binary or string"):
         spark.readStream.format("rate").load().writeStream.format("rocketmq").option("nameServer", ns).option(
             "topic", topic
         ).option("checkpointLocation", str(tmp_path / "c")).start().awaitTermination(60)
@@ -299,5 +318,25 @@ def test_option_and_schema_planning_without_spark() -> None:
     assert (plan.body, plan.topic, plan.queue_id, plan.tags, plan.used) == (2, 3, 1, None, frozenset({1, 2, 3}))
     with pytest.raises(SinkSchemaError, match="column queue_id has type string"):
         plan_columns(StructType([StructField("body", BinaryType()), StructField("queue_id", StringType())]), opts)
+    # Kafka's sink columns: value for body, key (binary) for keys, headers as properties
+    from pyspark.sql.types import ArrayType
+
+    header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+    kafka = StructType(
+        [
+            StructField("key", BinaryType()),
+            StructField("value", BinaryType()),
+            StructField("headers", ArrayType(header)),
+            StructField("topic", StringType()),
+        ]
+    )
+    plan = plan_columns(kafka, opts)
+    assert (plan.body, plan.keys, plan.keys_is_binary, plan.headers, plan.topic) == (1, 0, True, 2, 3)
+    with pytest.raises(SinkSchemaError, match="column headers has type array<string>"):
+        plan_columns(
+            StructType([StructField("value", BinaryType()), StructField("headers", ArrayType(StringType()))]), opts
+        )
+    with pytest.raises(SinkSchemaError, match="needs a 'body' column \\(or Kafka's 'value'"):
+        plan_columns(StructType([StructField("payload", BinaryType())]), opts)
     assert message_id_prefix("q", 1, 2) == message_id_prefix("q", 1, 2) != message_id_prefix("q", 2, 1)
     assert len(message_id_prefix("q", 1, 2)) == 20

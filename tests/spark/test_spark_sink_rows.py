@@ -134,3 +134,33 @@ def test_bad_row_fails_after_the_rows_before_it(make: Any, columns: list[list[An
         sender.add_columns(2, columns)
     _flush(sender)
     assert [[m.body for m in ms] for _, ms, _ in sent] == [[b"ok"]]
+
+
+def test_kafka_key_and_headers_become_keys_and_properties(make: Any) -> None:
+    """Kafka's ``key`` (binary) and ``headers`` (key/value structs): the key becomes KEYS, the
+    headers user properties under a ``properties`` map that wins; a non-UTF-8 value fails."""
+    plan = ColumnPlan(
+        body=0, topic=None, tags=None, keys=1, keys_is_array=False, properties=3, queue_id=None, broker_name=None,
+        width=4, keys_is_binary=True, headers=2,
+    )  # fmt: skip
+    sender, sent = make(plan, topic="T")
+    sender.add_columns(
+        3,
+        [
+            [b"v0", b"v1", b"v2"],
+            [b"order-1", None, bytearray(b"k\xc3\xa9")],
+            [
+                [{"key": "h", "value": b"1"}, {"key": "trace", "value": b"abc"}, {"key": "h", "value": b"2"}],
+                None,
+                [{"key": "gone", "value": None}],
+            ],
+            [{"trace": "from-properties"}, None, None],
+        ],
+    )
+    _flush(sender)
+    msgs = [m for _, batch, _ in sent for m in batch]
+    assert [m.properties.get("KEYS") for m in msgs] == ["order-1", None, "k\u00e9"]
+    assert msgs[0].properties["h"] == "2" and msgs[0].properties["trace"] == "from-properties"
+    assert "gone" not in msgs[2].properties
+    with pytest.raises(SinkDataError, match="header 'bad' is not UTF-8"):
+        sender.add_columns(1, [[b"v"], [None], [[{"key": "bad", "value": b"\xff"}]], [None]])

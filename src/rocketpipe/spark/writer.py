@@ -22,6 +22,11 @@ column            type                                     meaning
                                                            the topic
 ================  =======================================  ==========================================
 
+Kafka's sink columns are accepted under their names: ``value`` for ``body`` (when there is no
+``body``), ``key`` (string or UTF-8 binary) for ``keys`` (when there is no ``keys``), and
+``headers`` (``array<struct<key:string,value:binary>>``, values UTF-8) as user properties, under
+a ``properties`` map that wins on equal names.
+
 Other columns are ignored, so a DataFrame read with ``format("rocketmq")`` can be written back
 (``msg_id``, offsets and timestamps are assigned anew). Schema problems raise
 :class:`SinkSchemaError` when Spark plans the write (``save()`` / ``start()``), before any task.
@@ -139,6 +144,9 @@ class ColumnPlan:
         topic, tags, keys, properties, queue_id, broker_name: indices of the optional columns.
         keys_is_array: ``keys`` is ``array<string>`` (else ``string``).
         width: number of input columns.
+        keys_is_binary: the keys come from Kafka's ``key`` column as ``binary`` (UTF-8).
+        headers: index of Kafka's ``headers`` column (``array<struct<key:string,value:binary>>``),
+            whose entries become user properties (a ``properties`` map wins over them).
     """
 
     body: int
@@ -150,11 +158,16 @@ class ColumnPlan:
     queue_id: int | None
     broker_name: int | None
     width: int
+    keys_is_binary: bool = False
+    headers: int | None = None
 
     @property
     def used(self) -> frozenset[int]:
         """Indices of the columns the sink reads (the others are never converted)."""
-        cols = (self.body, self.topic, self.tags, self.keys, self.properties, self.queue_id, self.broker_name)
+        cols = (
+            self.body, self.topic, self.tags, self.keys, self.properties, self.queue_id, self.broker_name,
+            self.headers,
+        )  # fmt: skip
         return frozenset(i for i in cols if i is not None)
 
 
@@ -189,17 +202,22 @@ def plan_columns(schema: StructType, options: SinkOptions) -> ColumnPlan:
             )
         return i
 
-    if "body" not in index:
+    body_name = "body" if "body" in index else "value"  # Kafka's name
+    if body_name not in index:
         names = ", ".join(index) or "none"
         raise SinkSchemaError(
-            f"the rocketmq sink needs a 'body' column (binary or string); the DataFrame has columns {names} — "
-            "e.g. df.selectExpr('CAST(value AS BINARY) AS body', ...)"
+            f"the rocketmq sink needs a 'body' column (or Kafka's 'value'; binary or string); the DataFrame has "
+            f"columns {names} — e.g. df.selectExpr('CAST(payload AS BINARY) AS body', ...)"
         )
-    body = col("body", (BinaryType, StringType), "binary or string")
+    body = col(body_name, (BinaryType, StringType), "binary or string")
     assert body is not None
-    keys = col("keys", (StringType, ArrayType), "string or array<string>")
-    keys_is_array = False
-    if keys is not None and isinstance(index["keys"][1], ArrayType):
+    keys_is_array = keys_is_binary = False
+    if "keys" in index or "key" not in index:
+        keys = col("keys", (StringType, ArrayType), "string or array<string>")
+    else:  # Kafka's key: one key, string or UTF-8 binary
+        keys = col("key", (StringType, BinaryType), "string or binary (UTF-8)")
+        keys_is_binary = isinstance(index["key"][1], BinaryType)
+    if keys is not None and "keys" in index and isinstance(index["keys"][1], ArrayType):
         if not isinstance(index["keys"][1].elementType, StringType):
             raise SinkSchemaError(
                 f"column keys has type {_describe(index['keys'][1])}; the rocketmq sink needs string or array<string>"
@@ -212,6 +230,20 @@ def plan_columns(schema: StructType, options: SinkOptions) -> ColumnPlan:
             raise SinkSchemaError(
                 f"column properties has type {_describe(mt)}; the rocketmq sink needs map<string,string> — "
                 "e.g. transform_values(properties, (k, v) -> CAST(v AS STRING))"
+            )
+    headers = col("headers", (ArrayType,), "array<struct<key:string,value:binary>>")
+    if headers is not None:
+        ht: Any = index["headers"][1]  # an ArrayType (checked by col())
+        et: Any = ht.elementType
+        fields = {f.name: f.dataType for f in getattr(et, "fields", [])}
+        if (
+            set(fields) != {"key", "value"}
+            or not isinstance(fields["key"], StringType)
+            or not isinstance(fields["value"], BinaryType | StringType)
+        ):
+            raise SinkSchemaError(
+                f"column headers has type {_describe(index['headers'][1])}; the rocketmq sink needs Kafka's "
+                "array<struct<key:string,value:binary>>"
             )
     topic = col("topic", (StringType,), "string")
     if topic is None and options.topic is None:
@@ -228,6 +260,8 @@ def plan_columns(schema: StructType, options: SinkOptions) -> ColumnPlan:
         queue_id=col("queue_id", _INTEGRAL, "an integer type (int or bigint)"),
         broker_name=col("broker_name", (StringType,), "string"),
         width=len(schema.fields),
+        keys_is_binary=keys_is_binary,
+        headers=headers,
     )
 
 
@@ -331,15 +365,47 @@ def _row_values(
     keys = col(plan.keys)
     if plan.keys_is_array:
         keys = [" ".join([k for k in key if k]) if key else None for key in keys]
+    elif plan.keys_is_binary:
+        keys = [_text(k, "key", row) if k else None for row, k in enumerate(keys)]
+    props = col(plan.properties)
+    if plan.headers is not None:
+        props = [_with_headers(h, p, row) for row, (h, p) in enumerate(zip(col(plan.headers), props, strict=True))]
     return (
         col(plan.body),
         [topic_option] * n if topic_option is not None else col(plan.topic),
-        col(plan.properties),
+        props,
         col(plan.tags),
         keys,
         col(plan.queue_id),
         col(plan.broker_name),
     )
+
+
+def _text(value: Any, what: str, row: int) -> str:
+    """``value`` (str or UTF-8 bytes) as text.
+
+    Raises:
+        SinkDataError: bytes that are not UTF-8.
+    """
+    if isinstance(value, str):
+        return value
+    try:
+        return bytes(value).decode()
+    except UnicodeDecodeError:
+        raise SinkDataError(
+            f"row {row} of the chunk: {what} is not UTF-8 text; RocketMQ keeps it as a string"
+        ) from None
+
+
+def _with_headers(headers: Any, properties: Any, row: int) -> Any:
+    """Kafka ``headers`` (``{"key", "value"}`` structs; later duplicates win) merged under the
+    row's ``properties`` map (which wins), as one mapping; null header values are dropped."""
+    if not headers:
+        return properties
+    merged = {h["key"]: _text(h["value"], f"header {h['key']!r}", row) for h in headers if h["value"] is not None}
+    if properties:
+        merged.update(properties.items() if isinstance(properties, dict) else properties)
+    return merged
 
 
 def _add_user_properties(props: dict[str, str], entries: Any, row: int) -> int:
