@@ -201,10 +201,14 @@ class Broker:
             self.acl = PlainPermissionManager(config.acl_file or "")
             self.router.guard = self.acl.guard
         self.server = RemotingServer(
-            self.router, config.host, config.listen_port, limits=ServerLimits.from_config(config)
+            self.router,
+            config.host,
+            config.listen_port,
+            limits=ServerLimits.from_config(config),
+            tls=config.tls_server,
         )
         self.server.add_close_callback(self._on_channel_closed)
-        self._pool = ConnectionPool()
+        self._pool = ConnectionPool(ssl_context=config.tls_client.client_context() if config.tls_enable else None)
         #: retention and disk-full checks (``CleanCommitLogService``), run by ``_clean_loop``
         self.clean_service = CleanCommitLogService(self.store, clock)
         # group commit syncs the commit log only; consume queues + checkpoint are _flush_loop's job

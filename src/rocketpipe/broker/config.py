@@ -3,7 +3,8 @@
 Names follow ``org.apache.rocketmq.common.BrokerConfig`` and, for the store-related keys the
 broker forwards to :class:`rocketpipe.store.StoreConfig`, ``MessageStoreConfig``. Durations
 keep Java's millisecond units (``*_ms`` / ``*_mills`` as in Java); the broker converts them to
-seconds where it waits on the event loop. Imports only the stdlib.
+seconds where it waits on the event loop. Imports the stdlib, :mod:`rocketpipe.errors` and
+:mod:`rocketpipe.transport.tls` (the TLS settings' dataclasses).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from ..errors import InvalidArgumentError
+from ..transport.tls import TlsClientConfig, TlsServerConfig
 
 #: MessageStoreConfig.messageDelayLevel
 DEFAULT_MESSAGE_DELAY_LEVEL: Final = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
@@ -125,6 +127,13 @@ class BrokerConfig:
             :class:`rocketpipe.acl.PlainPermissionManager`.
         acl_file: the plain_acl.yml path; reloaded when it changes. Default (with
             ``acl_enable``): ``$ROCKETMQ_HOME/conf/plain_acl.yml``, as Java.
+        tls_server: TLS of the broker's listening port (Java's ``tls.server.*`` settings:
+            ``mode`` disabled / permissive / enforcing, certificate, key, trust CA, client
+            auth); default disabled. See :class:`rocketpipe.transport.TlsServerConfig`.
+        tls_enable: the broker's own connections to the name servers speak TLS (Java:
+            ``tls.enable``, read by ``BrokerOuterAPI``'s client). Default False.
+        tls_client: the settings of those connections (``tls.client.*``,
+            ``tls.test.mode.enable``); see :class:`rocketpipe.transport.TlsClientConfig`.
 
     Raises:
         InvalidArgumentError: an invalid flush type, delay level string or negative period.
@@ -204,6 +213,10 @@ class BrokerConfig:
     # --- ACL 1.0 ---
     acl_enable: bool = False
     acl_file: str | None = None
+    # --- TLS (TlsSystemConfig) ---
+    tls_server: TlsServerConfig = field(default_factory=TlsServerConfig)
+    tls_enable: bool = False
+    tls_client: TlsClientConfig = field(default_factory=TlsClientConfig)
 
     def __post_init__(self) -> None:
         if self.flush_disk_type not in ("ASYNC_FLUSH", "SYNC_FLUSH"):

@@ -2,8 +2,9 @@
 
 A frozen dataclass with Java ``ClientConfig`` names in snake_case and Java defaults. Durations
 are seconds (floats); :mod:`rocketpipe.client.rpc` converts them to wire milliseconds.
-Imports only the standard library, :mod:`rocketpipe.errors` and :mod:`rocketpipe.acl`
-(:class:`SessionCredentials`, re-exported here).
+Imports only the standard library, :mod:`rocketpipe.errors`, :mod:`rocketpipe.acl`
+(:class:`SessionCredentials`, re-exported here) and :mod:`rocketpipe.transport.tls`
+(:class:`TlsClientConfig`, which checks the TLS settings).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Final
 
 from ..acl.signer import SessionCredentials
 from ..errors import InvalidArgumentError
+from ..transport.tls import TlsClientConfig
 
 __all__ = ["DEFAULT_INSTANCE_NAME", "ClientConfig", "SessionCredentials"]
 
@@ -51,6 +53,20 @@ class ClientConfig:
         credentials: ACL 1.0 credentials; when set, every request this client sends is signed
             (``AccessKey``, ``SecurityToken``, ``Signature`` ext fields), as Java's
             ``AclClientRPCHook(new SessionCredentials(ak, sk))`` does. None: nothing is added.
+        use_tls: every connection of this client (name servers and brokers) speaks TLS
+            (``ClientConfig.useTLS``, ``-Dtls.enable=true``). Default False.
+        tls_client_trust_cert_path: PEM CA certificates the servers' certificates must chain to
+            (``tls.client.trustCertPath``; None: the system's CAs). The certificate must also
+            name the host or IP connected to (``subjectAltName``).
+        tls_client_cert_path: PEM client certificate for mutual TLS (``tls.client.certPath``).
+        tls_client_key_path: its PEM private key (``tls.client.keyPath``; None: in the cert file).
+        tls_client_key_password: password of an encrypted key (``tls.client.keyPassword``).
+        tls_test_mode_enable: skip the server certificate and host name checks
+            (``tls.test.mode.enable``; Java's default is true, rocketpipe's False).
+
+    Raises:
+        InvalidArgumentError: a bad setting; a TLS file that does not exist. The TLS files are
+            read when the client's first connection is made (a bad PEM raises then).
     """
 
     namesrv_addr: str
@@ -65,8 +81,16 @@ class ClientConfig:
     connect_timeout: float = 3.0
     trace_msg_batch_num: int = 10
     credentials: SessionCredentials | None = None
+    use_tls: bool = False
+    tls_client_trust_cert_path: str | None = None
+    tls_client_cert_path: str | None = None
+    tls_client_key_path: str | None = None
+    tls_client_key_password: str | None = None
+    tls_test_mode_enable: bool = False
 
     def __post_init__(self) -> None:
+        if self.use_tls:
+            self.tls_client_config()
         if not self.namesrv_addrs():
             raise InvalidArgumentError("namesrv_addr must name at least one 'host:port' name server")
         for name in (
@@ -82,6 +106,22 @@ class ClientConfig:
             raise InvalidArgumentError("trace_msg_batch_num must be >= 1")
         if self.pull_time_delay_when_exception < 0:
             raise InvalidArgumentError("pull_time_delay_when_exception must be >= 0 seconds")
+
+    def tls_client_config(self) -> TlsClientConfig | None:
+        """The TLS settings of this client's connections (None without ``use_tls``).
+
+        Raises:
+            InvalidArgumentError: a named file does not exist, or a key without a certificate.
+        """
+        if not self.use_tls:
+            return None
+        return TlsClientConfig(
+            trust_cert_path=self.tls_client_trust_cert_path,
+            cert_path=self.tls_client_cert_path,
+            key_path=self.tls_client_key_path,
+            key_password=self.tls_client_key_password,
+            test_mode_enable=self.tls_test_mode_enable,
+        )
 
     def namesrv_addrs(self) -> list[str]:
         """Return the name-server addresses, in configured order."""

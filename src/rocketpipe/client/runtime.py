@@ -141,15 +141,18 @@ class ClientRuntime:
 
         Raises:
             ClientClosedError: the runtime is closed.
+            InvalidArgumentError: ``use_tls`` and a TLS file that is not a PEM certificate / key.
         """
         if self._closed:
             raise ClientClosedError("client runtime is closed")
         if self._pool is None:
             creds = self.config.credentials
+            tls = self.config.tls_client_config()
             self._pool = ConnectionPool(
                 router=self.router,
                 connect_timeout=self.config.connect_timeout,
                 request_hook=None if creds is None else creds.sign,
+                ssl_context=None if tls is None else tls.client_context(),
             )
         return self._pool
 

@@ -55,6 +55,7 @@ from ..protocol.headers.route import (
 )
 from ..transport import Connection, RemotingServer, Router
 from ..transport.limits import ServerLimits
+from ..transport.tls import TlsServerConfig
 from .routes import RouteTable
 
 __all__ = ["NameServer"]
@@ -90,6 +91,11 @@ class NameServer:
             5 s).
         limits: connection limits (default ``ServerLimits()``: the broker's defaults, idle
             timeout 120 s as Java's ``serverChannelMaxIdleTimeSeconds``).
+        tls_server: TLS of the listening port (Java's ``tls.server.*``: disabled / permissive /
+            enforcing, see :class:`~rocketpipe.transport.TlsServerConfig`); None: disabled.
+
+    Raises:
+        InvalidArgumentError: ``tls_server`` names a certificate or key that cannot be loaded.
 
     Attributes:
         routes: the route table (inspect it in tests).
@@ -104,6 +110,7 @@ class NameServer:
         broker_expiry_s: float = 120.0,
         scan_interval_s: float = 5.0,
         limits: ServerLimits | None = None,
+        tls_server: TlsServerConfig | None = None,
     ) -> None:
         self._clock = clock
         self._scan_interval_s = scan_interval_s
@@ -111,7 +118,7 @@ class NameServer:
         self._kv: dict[str, dict[str, str]] = {}
         self._router = Router()
         self._register_handlers()
-        self._server = RemotingServer(self._router, host, port, limits=limits)
+        self._server = RemotingServer(self._router, host, port, limits=limits, tls=tls_server)
         self._server.add_close_callback(self._on_connection_closed)
         self._runner: asyncio.Task[None] | None = None
         self._scan_wakeup = asyncio.Event()

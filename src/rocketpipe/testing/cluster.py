@@ -20,6 +20,7 @@ from ..client import Admin
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import RocketMQError
 from ..namesrv import NameServer
+from ..transport.tls import TlsServerConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +54,12 @@ def broker_name(index: int) -> str:
 
 @asynccontextmanager
 async def local_cluster(
-    store_dir: Path, *, clock: Clock = SYSTEM_CLOCK, brokers: int = 1, **broker_overrides: Any
+    store_dir: Path,
+    *,
+    clock: Clock = SYSTEM_CLOCK,
+    brokers: int = 1,
+    namesrv_tls: TlsServerConfig | None = None,
+    **broker_overrides: Any,
 ) -> AsyncIterator[LocalCluster]:
     """Start a name server and ``brokers`` broker groups (one master each) registered with it.
 
@@ -65,7 +71,10 @@ async def local_cluster(
             cluster ``broker_cluster_name`` (``DefaultCluster``).
         **broker_overrides: any :class:`~rocketpipe.broker.BrokerConfig` field for every broker
             (e.g. ``flush_disk_type="SYNC_FLUSH"``, ``mapped_file_size_commit_log=1 << 20``);
-            not ``broker_name`` when ``brokers > 1``.
+            not ``broker_name`` when ``brokers > 1``. TLS: ``tls_server=TlsServerConfig(...)``
+            for the brokers' ports, ``tls_enable=True, tls_client=TlsClientConfig(...)`` for
+            their registrations with a TLS name server.
+        namesrv_tls: TLS of the name server's port (None: plain).
 
     Yields:
         A :class:`LocalCluster`; every broker's route is already registered.
@@ -78,7 +87,7 @@ async def local_cluster(
         raise ValueError(f"brokers must be 1..26, not {brokers}")
     if brokers > 1 and "broker_name" in broker_overrides:
         raise ValueError("broker_name cannot be set for several brokers (they are broker-a, broker-b, ...)")
-    namesrv = NameServer()
+    namesrv = NameServer(tls_server=namesrv_tls)
     ns_addr = await namesrv.start()
     started: list[Broker] = []
     try:

@@ -5,6 +5,7 @@
   requests);
 * :class:`ConnectionPool` — one connection per address, single-flight connects;
 * :class:`RemotingServer` — ``asyncio.start_server`` + Router;
+* :class:`TlsServerConfig`, :class:`TlsClientConfig` — TLS settings (:mod:`.tls`);
 * :mod:`.dispatch` — what a connection hands inbound requests to (a Router), so the connection
   never imports the router.
 
@@ -18,6 +19,7 @@ from .limits import ServerLimits
 from .pool import ConnectionPool
 from .router import DEFER, Handler, InlineHandler, Router
 from .server import RemotingServer
+from .tls import TlsClientConfig, TlsServerConfig
 
 __all__ = [
     "DEFER",
@@ -28,5 +30,7 @@ __all__ = [
     "RemotingServer",
     "Router",
     "ServerLimits",
+    "TlsClientConfig",
+    "TlsServerConfig",
     "parse_address",
 ]

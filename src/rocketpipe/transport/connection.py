@@ -36,6 +36,7 @@ import asyncio
 import heapq
 import itertools
 import logging
+import ssl
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
@@ -45,6 +46,7 @@ from ..protocol.command import RemotingCommand, next_opaque
 from ..protocol.frame import FrameDecoder, encode_frame_parts
 from ..ratelog import RateLimitedLog
 from .dispatch import NO_HANDLERS, Dispatcher
+from .tls import handshake_error
 
 if TYPE_CHECKING:
     from .limits import PendingBytes
@@ -71,6 +73,13 @@ _CLOSE_LINGER: Final = 1.0
 _ABANDONED_KEPT: Final = 1024
 #: Seconds between two warnings of one cause on a client connection (servers use their limits).
 _CLIENT_WARNING_INTERVAL: Final = 60.0
+
+
+#: Added to the close reason of a client TLS connection the server closes before sending anything.
+_TLS_REFUSED_HINT: Final = (
+    " (the TLS server closed the connection before answering: it may require a client certificate"
+    " (tls.server.need.client.auth=require) that this client did not send or that it does not trust)"
+)
 
 
 class _Expired(Exception):
@@ -146,6 +155,8 @@ class Connection:
         #: encoded: the client's ACL signing (Java's client ``RPCHook.doBeforeRequest``); set by
         #: :class:`~.pool.ConnectionPool`. None costs one attribute test per request.
         self.request_hook: Callable[[RemotingCommand], None] | None = None
+        #: True on a client connection opened with TLS (set by :meth:`connect`).
+        self.tls = False
         self.pending_frame_bytes = 0
         self.active = False
         self.quiet_since = self._loop.time()
@@ -177,33 +188,53 @@ class Connection:
 
     @classmethod
     async def connect(
-        cls, addr: str, *, router: Dispatcher[Connection] | None = None, connect_timeout: float = 3.0
+        cls,
+        addr: str,
+        *,
+        router: Dispatcher[Connection] | None = None,
+        connect_timeout: float = 3.0,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> Connection:
         """Open a TCP connection to ``addr`` and start its reader task.
 
-        Mirrors ``NettyRemotingClient.createChannel`` (connect timeout 3 s by default).
+        Mirrors ``NettyRemotingClient.createChannel`` (connect timeout 3 s by default; with
+        ``ssl_context``, the ``SslHandler`` Java adds when ``useTLS`` is set).
 
         Args:
             addr: ``"host:port"``.
             router: handlers for requests the peer sends on this connection.
-            connect_timeout: seconds allowed for the TCP connect.
+            connect_timeout: seconds allowed for the TCP connect and, with TLS, the handshake.
+            ssl_context: speak TLS (:meth:`.tls.TlsClientConfig.client_context`); the server's
+                certificate is checked against ``addr``'s host when the context checks host
+                names. None: plain TCP.
 
         Returns:
             The open connection.
 
         Raises:
-            ConnectionClosedError: refused, unreachable or timed out (retriable).
+            ConnectionClosedError: refused, unreachable or timed out (retriable); with TLS, a
+                failed handshake, with the cause (``TLS handshake with <addr> failed: ...``).
             InvalidArgumentError: ``addr`` is not ``host:port``.
         """
         host, port = parse_address(addr)
         try:
             async with asyncio.timeout(connect_timeout):
-                reader, writer = await asyncio.open_connection(host, port, limit=_STREAM_LIMIT)
+                if ssl_context is None:
+                    reader, writer = await asyncio.open_connection(host, port, limit=_STREAM_LIMIT)
+                else:
+                    reader, writer = await asyncio.open_connection(
+                        host, port, limit=_STREAM_LIMIT, ssl=ssl_context, server_hostname=host
+                    )
         except TimeoutError:
             raise ConnectionClosedError(f"connect to {addr} timed out after {connect_timeout}s") from None
+        except (ssl.SSLError, ConnectionResetError, BrokenPipeError) as err:
+            if ssl_context is None:
+                raise ConnectionClosedError(f"connect to {addr} failed: {err}") from err
+            raise handshake_error(addr, err) from err
         except OSError as err:
             raise ConnectionClosedError(f"connect to {addr} failed: {err}") from err
         conn = cls(reader, writer, router=router)
+        conn.tls = ssl_context is not None
         conn.start()
         log.debug("connected remote=%s local=%s", conn.remote_address, conn.local_address)
         return conn
@@ -459,16 +490,22 @@ class Connection:
         abort = False
         reader = self._reader
         decoder = self._decoder
+        got_data = False
         try:
             while True:
                 try:
                     data = await reader.read(_READ_SIZE)
                 except OSError as err:
                     reason = f"read failed: {err}"
+                    if not got_data and self.tls:
+                        reason += _TLS_REFUSED_HINT
                     abort = True
                     break
                 if not data or self._closed:
+                    if not data and not got_data and self.tls and not self._closed:
+                        reason += _TLS_REFUSED_HINT
                     break
+                got_data = True
                 self.active = True
                 decoder.feed(data)
                 self._inline_answered = False

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Callable
 
 from ..errors import ClientClosedError, RequestTimeoutError
@@ -34,6 +35,8 @@ class ConnectionPool:
         request_hook: called with every request sent on the pool's connections before it is
             encoded (the client's ACL signing, Java's ``RPCHook.doBeforeRequest``); installed
             as :attr:`Connection.request_hook` on each new connection.
+        ssl_context: every connection speaks TLS with this context (Java's
+            ``NettyClientConfig.useTLS``); None: plain TCP.
     """
 
     def __init__(
@@ -41,7 +44,9 @@ class ConnectionPool:
         router: Router | None = None,
         connect_timeout: float = 3.0,
         request_hook: Callable[[RemotingCommand], None] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        self._ssl_context = ssl_context
         self._router = router
         self._connect_timeout = connect_timeout
         self._request_hook = request_hook
@@ -95,7 +100,9 @@ class ConnectionPool:
 
     async def _connect(self, addr: str) -> Connection:
         try:
-            conn = await Connection.connect(addr, router=self._router, connect_timeout=self._connect_timeout)
+            conn = await Connection.connect(
+                addr, router=self._router, connect_timeout=self._connect_timeout, ssl_context=self._ssl_context
+            )
         finally:
             if self._connecting.get(addr) is asyncio.current_task():
                 del self._connecting[addr]

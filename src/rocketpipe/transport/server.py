@@ -12,22 +12,40 @@ bytes held for incomplete frames are capped per connection and in total
 ``server_warning_interval_seconds``, with the count of what it stands for.
 Mirrors ``NettyRemotingServer`` (and its ``NettyConnectManageHandler`` idle close).
 
-Imports: stdlib asyncio, :mod:`rocketpipe.ratelog`, :mod:`.connection`, :mod:`.limits`,
-:mod:`.periodic`, :mod:`.router`.
+TLS (:class:`~.tls.TlsServerConfig`): with ``mode="disabled"`` (or no config) the server is
+``asyncio.start_server`` as before, at no cost. In ``permissive`` and ``enforcing`` modes the
+server accepts on its own socket, waits until the new connection's first byte arrives, peeks at
+it (``MSG_PEEK``: nothing is consumed) and only then builds the asyncio transport: TLS
+(``loop.connect_accepted_socket(ssl=...)``) when the byte is ``0x16``, plain otherwise, as
+Java's ``TlsModeHandler``. A plain connection is the same transport as in ``disabled`` mode,
+so plain clients keep their speed; the look costs one readiness wait per connection. In
+``enforcing`` mode a plain connection's requests are answered ``SYSTEM_ERROR`` (remark: TLS
+required) and the connection closes. Failed handshakes are rate-limited warnings (cause
+``tls-handshake``); the server keeps serving.
+
+Imports: stdlib asyncio/socket/ssl, :mod:`rocketpipe.ratelog`, :mod:`rocketpipe.protocol`,
+:mod:`.connection`, :mod:`.dispatch`, :mod:`.limits`, :mod:`.periodic`, :mod:`.router`,
+:mod:`.tls`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+import ssl
 from collections.abc import Callable
 from typing import Final
 
+from ..protocol.codes import ResponseCode
+from ..protocol.command import RemotingCommand
 from ..ratelog import RateLimitedLog
 from .connection import _STREAM_LIMIT, Connection, format_address
+from .dispatch import Dispatcher, answer
 from .limits import PendingBytes, ServerLimits
 from .periodic import periodic
 from .router import Router
+from .tls import HANDSHAKE_MAGIC_CODE, TlsServerConfig
 
 __all__ = ["RemotingServer"]
 
@@ -38,6 +56,35 @@ _SWEEPS_PER_IDLE: Final = 4
 #: Bounds of the sweep period, seconds.
 _SWEEP_MIN_S: Final = 0.05
 _SWEEP_MAX_S: Final = 5.0
+#: Seconds a new connection may stay silent before its first byte (TLS modes), when the idle
+#: timeout is off.
+_FIRST_BYTE_TIMEOUT_S: Final = 120.0
+#: Seconds allowed for a TLS handshake (asyncio's default).
+_HANDSHAKE_TIMEOUT_S: Final = 60.0
+#: Seconds the accept loop pauses after an accept error (e.g. out of file descriptors).
+_ACCEPT_ERROR_PAUSE_S: Final = 0.1
+#: The remark a plain request gets from a server in ``enforcing`` mode.
+TLS_REQUIRED_REMARK: Final = (
+    "this server accepts TLS connections only (tls.server.mode=enforcing); "
+    "connect with TLS (rocketpipe: ClientConfig(use_tls=True); Java: -Dtls.enable=true)"
+)
+
+
+class _TlsRequired:
+    """Dispatcher of a plain connection to an ``enforcing`` server: say why, then close."""
+
+    __slots__ = ()
+
+    def dispatch_inline(self, cmd: RemotingCommand, conn: Connection) -> bool:
+        answer(cmd, conn, cmd.response(ResponseCode.SYSTEM_ERROR, TLS_REQUIRED_REMARK))
+        conn.close_now("plain connection to a TLS enforcing server")
+        return True
+
+    async def dispatch(self, cmd: RemotingCommand, conn: Connection) -> None:  # pragma: no cover - inline
+        self.dispatch_inline(cmd, conn)
+
+
+_TLS_REQUIRED: Final[Dispatcher[Connection]] = _TlsRequired()
 
 
 class RemotingServer:
@@ -50,6 +97,11 @@ class RemotingServer:
         limits: connection limits (default :class:`ServerLimits` ``()``, the broker's defaults).
         warnings: where rate-limited warnings go (default: this module's logger, one line per
             cause per ``limits.server_warning_interval_seconds``); tests inject a fake clock here.
+        tls: TLS settings (None or ``mode="disabled"``: plain only). The certificate files are
+            read here.
+
+    Raises:
+        InvalidArgumentError: ``tls`` names a certificate or key that cannot be loaded.
 
     Attributes:
         connections: the open connections accepted by this server.
@@ -60,6 +112,9 @@ class RemotingServer:
         pending_bytes: the account of bytes held for incomplete frames (``pending_bytes.total``).
         idle_closed: connections closed by the idle timeout.
         refused: connections closed at accept because ``server_max_connections`` were open.
+        tls_mode: ``"disabled"``, ``"permissive"`` or ``"enforcing"``.
+        tls_connections: connections accepted with TLS (permissive/enforcing modes).
+        plain_refused: plain connections refused by an ``enforcing`` server.
     """
 
     def __init__(
@@ -70,7 +125,15 @@ class RemotingServer:
         *,
         limits: ServerLimits | None = None,
         warnings: RateLimitedLog | None = None,
+        tls: TlsServerConfig | None = None,
     ) -> None:
+        self._ssl: ssl.SSLContext | None = None if tls is None else tls.server_context()
+        self.tls_mode = "disabled" if tls is None or self._ssl is None else tls.mode
+        self.tls_connections = 0
+        self.plain_refused = 0
+        self._listen_sock: socket.socket | None = None
+        self._acceptor: asyncio.Task[None] | None = None
+        self._detecting: set[asyncio.Task[None]] = set()
         self._router = router
         self._host = host
         self._port = port
@@ -98,12 +161,20 @@ class RemotingServer:
             OSError: the address cannot be bound.
             RuntimeError: already started.
         """
-        if self._server is not None:
+        if self._server is not None or self._listen_sock is not None:
             raise RuntimeError("RemotingServer already started")
-        self._server = await asyncio.start_server(
-            self._accept, self._host, self._port, limit=_STREAM_LIMIT, reuse_address=True
-        )
-        host, port = self._server.sockets[0].getsockname()[:2]
+        if self._ssl is None:
+            self._server = await asyncio.start_server(
+                self._accept, self._host, self._port, limit=_STREAM_LIMIT, reuse_address=True
+            )
+            sockname = self._server.sockets[0].getsockname()
+        else:
+            sock = self._listen_sock = self._bind()
+            sockname = sock.getsockname()
+            self._acceptor = asyncio.get_running_loop().create_task(
+                self._accept_loop(sock), name=f"rocketpipe-tls-accept-{self._host}:{self._port}"
+            )
+        host, port = sockname[:2]
         if host in ("0.0.0.0", "::", ""):
             host = "127.0.0.1"
         self.address = f"{host}:{port}"
@@ -114,8 +185,85 @@ class RemotingServer:
                 periodic("idle-sweep", period, self._sweep_idle, initial_delay=period, logger=log),
                 name=f"rocketpipe-idle-sweep-{self.address}",
             )
-        log.info("remoting server listening addr=%s", self.address)
+        log.info("remoting server listening addr=%s tls.server.mode=%s", self.address, self.tls_mode)
         return self.address
+
+    # ------------------------------------------------------------------ TLS modes
+
+    def _bind(self) -> socket.socket:
+        """The listening socket of the TLS modes (``asyncio.start_server``'s choices)."""
+        infos = socket.getaddrinfo(self._host or None, self._port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, type_, proto, _, sockaddr = infos[0]
+        sock = socket.socket(family, type_, proto)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(sockaddr)
+            sock.listen(100)
+            sock.setblocking(False)
+        except OSError:
+            sock.close()
+            raise
+        return sock
+
+    async def _accept_loop(self, listen: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while not self._closing:
+            try:
+                sock, _ = await loop.sock_accept(listen)
+            except OSError as err:
+                if self._closing:
+                    return
+                self.warnings.warning("accept", "accept failed: %s", err)
+                await asyncio.sleep(_ACCEPT_ERROR_PAUSE_S)
+                continue
+            sock.setblocking(False)
+            task = loop.create_task(self._detect(sock))
+            self._detecting.add(task)
+            task.add_done_callback(self._detecting.discard)
+
+    async def _detect(self, sock: socket.socket) -> None:
+        """Peek at the first byte, then serve the socket as TLS (0x16) or plain."""
+        handed = False
+        peer = "?"
+        try:
+            peer = format_address(sock.getpeername())
+            idle = self.limits.server_channel_max_idle_time_seconds
+            first = await _peek_first_byte(sock, idle if idle > 0 else _FIRST_BYTE_TIMEOUT_S)
+            if first is None:
+                return
+            loop = asyncio.get_running_loop()
+            reader = asyncio.StreamReader(limit=_STREAM_LIMIT, loop=loop)
+            protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+            if first == HANDSHAKE_MAGIC_CODE:
+                handed = True
+                try:
+                    transport, _ = await loop.connect_accepted_socket(
+                        lambda: protocol, sock, ssl=self._ssl, ssl_handshake_timeout=_HANDSHAKE_TIMEOUT_S
+                    )
+                except (OSError, TimeoutError) as err:
+                    self.warnings.warning(
+                        "tls-handshake", "TLS handshake failed remote=%s reason=%s", peer, err or type(err).__name__
+                    )
+                    return
+                self.tls_connections += 1
+                self._accept(reader, asyncio.StreamWriter(transport, protocol, reader, loop))
+                return
+            handed = True
+            transport, _ = await loop.connect_accepted_socket(lambda: protocol, sock)
+            writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+            if self.tls_mode == "enforcing":
+                self.plain_refused += 1
+                self.warnings.warning(
+                    "tls-plain-refused", "plain connection refused, tls.server.mode=enforcing remote=%s", peer
+                )
+                self._accept(writer=writer, reader=reader, router=_TLS_REQUIRED)
+                return
+            self._accept(reader, writer)
+        except OSError as err:
+            log.debug("connection lost before its first byte remote=%s error=%s", peer, err)
+        finally:
+            if not handed:
+                sock.close()
 
     def add_close_callback(self, fn: Callable[[Connection], None]) -> None:
         """Call ``fn(conn)`` for every accepted connection when it closes.
@@ -124,7 +272,12 @@ class RemotingServer:
         """
         self._close_callbacks.append(fn)
 
-    def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _accept(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        router: Dispatcher[Connection] | None = None,
+    ) -> None:
         if self._closing:
             writer.transport.abort()
             return
@@ -137,7 +290,9 @@ class RemotingServer:
             )  # fmt: skip
             writer.transport.abort()
             return
-        conn = Connection(reader, writer, router=self._router, warnings=self.warnings, pending=self.pending_bytes)
+        conn = Connection(
+            reader, writer, router=router or self._router, warnings=self.warnings, pending=self.pending_bytes
+        )
         self.connections.add(conn)
         conn.add_close_callback(self._on_closed)
         conn.start()
@@ -183,6 +338,14 @@ class RemotingServer:
         server = self._server
         if server is not None:
             server.close()
+        waits: list[asyncio.Task[None]] = list(self._detecting)
+        if self._acceptor is not None:
+            waits.append(self._acceptor)
+        for task in waits:
+            task.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)
+        if self._listen_sock is not None:
+            self._listen_sock.close()
         if self._sweeper is not None:
             self._sweeper.cancel()
             await asyncio.gather(self._sweeper, return_exceptions=True)
@@ -197,3 +360,34 @@ class RemotingServer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+async def _peek_first_byte(sock: socket.socket, timeout: float) -> int | None:
+    """Wait (at most ``timeout`` seconds) for ``sock``'s first byte and return it unconsumed.
+
+    Returns:
+        The byte, or None when the peer closed first, the socket failed or the time ran out.
+    """
+    loop = asyncio.get_running_loop()
+    fd = sock.fileno()
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                ready: asyncio.Future[None] = loop.create_future()
+                loop.add_reader(fd, _wake, ready)
+                try:
+                    await ready
+                finally:
+                    loop.remove_reader(fd)
+                try:
+                    data = sock.recv(1, socket.MSG_PEEK)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                return data[0] if data else None
+    except TimeoutError:
+        return None
+
+
+def _wake(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
