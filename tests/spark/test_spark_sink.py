@@ -106,6 +106,14 @@ def test_batch_write_then_pull_exact_rows(spark, ns: str, writer_input: str) -> 
     _check_rows(msgs, 600, big_every=97)
     assert len({m.queue_id for m in msgs}) == 4, "batches were not spread over the queues"
     assert len({m.msg_id for m in msgs}) == 600
+    # deterministic msgIds: per task (partition), one 20-hex prefix and the row indices 0..n-1
+    # after it, so a retried task's duplicates carry the msgIds of its first attempt
+    by_prefix: dict[str, list[int]] = {}
+    for m in msgs:
+        by_prefix.setdefault(m.msg_id[:20], []).append(int(m.msg_id[20:], 16))
+    assert len(by_prefix) == 3  # the three partitions of the write
+    assert all(sorted(v) == list(range(len(v))) for v in by_prefix.values())
+    assert sum(len(v) for v in by_prefix.values()) == 600
 
 
 def test_batch_write_topic_column_string_body_and_keys(spark, ns: str) -> None:
@@ -338,5 +346,15 @@ def test_option_and_schema_planning_without_spark() -> None:
         )
     with pytest.raises(SinkSchemaError, match="needs a 'body' column \\(or Kafka's 'value'"):
         plan_columns(StructType([StructField("payload", BinaryType())]), opts)
+    # a batch writer carries one write id, the same in every unpickled copy (every task attempt)
+    import pickle
+
+    from rocketpipe.spark.writer import make_writer
+
+    w = make_writer(opts, StructType([StructField("body", BinaryType())]), overwrite=False, streaming=False)
+    copies = [pickle.loads(pickle.dumps(w)) for _ in range(2)]
+    assert len(w.write_id) == 32 and {c.write_id for c in copies} == {w.write_id}  # type: ignore[attr-defined]
+    other = make_writer(opts, StructType([StructField("body", BinaryType())]), overwrite=False, streaming=False)
+    assert other.write_id != w.write_id  # type: ignore[attr-defined]
     assert message_id_prefix("q", 1, 2) == message_id_prefix("q", 1, 2) != message_id_prefix("q", 2, 1)
     assert len(message_id_prefix("q", 1, 2)) == 20

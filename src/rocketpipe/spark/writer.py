@@ -50,7 +50,9 @@ cannot take messages back. Streaming writes give every message a deterministic `
 (the client-side msgId) derived from (query id, batch id, partition id, row index)
 (:func:`message_id_prefix`), so a replayed micro-batch re-sends the same msgIds and a consumer
 can drop duplicates by msgId (provided the query's input partitioning is deterministic, as
-for file, rate and rocketmq sources). Batch writes use the producer's random msgIds.
+for file, rate and rocketmq sources). Batch writes do the same from (a write id made once per
+``save()`` on the driver, partition id, row index): a retried task re-sends the msgIds of its
+first attempt, so its duplicates can be told apart.
 
 Imports: pyspark, pyarrow, :mod:`rocketpipe.client` (``Producer``: ``send_batch`` and, for an
 explicit ``queue_id``, ``send(msg, queue=mq)`` / ``send_batch(msgs, queue=mq)``;
@@ -64,6 +66,7 @@ import asyncio
 import hashlib
 import logging
 import threading
+import uuid
 from collections.abc import Coroutine, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
@@ -698,8 +701,13 @@ class PartitionSender:
         self._io.close()
 
 
-def _task_identity(streaming: bool) -> tuple[int, int | None, str | None]:
-    """(partition id, batch id, msgId prefix) of the running task (executor side)."""
+def _task_identity(streaming: bool, write_id: str | None = None) -> tuple[int, int | None, str | None]:
+    """(partition id, batch id, msgId prefix) of the running task (executor side).
+
+    A batch write's prefix comes from its ``write_id`` (made once on the driver, so every
+    attempt of a task, which unpickles the same writer, sends the same msgIds); a stream's
+    from the query id and micro-batch id.
+    """
     from pyspark import TaskContext
 
     tc = TaskContext.get()
@@ -707,7 +715,7 @@ def _task_identity(streaming: bool) -> tuple[int, int | None, str | None]:
         return 0, None, None
     pid = int(tc.partitionId())
     if not streaming:
-        return pid, None, None
+        return pid, None, message_id_prefix(write_id, -1, pid) if write_id else None
     batch, query = tc.getLocalProperty(BATCH_ID_PROPERTY), tc.getLocalProperty(QUERY_ID_PROPERTY)
     if batch is None:
         return pid, None, None
@@ -740,9 +748,11 @@ class _SinkWriter:
     def __init__(self, options: SinkOptions, plan: ColumnPlan) -> None:
         self._options = options
         self._plan = plan
+        #: one id per batch write, made on the driver: the msgIds' prefix source
+        self.write_id = uuid.uuid4().hex
 
     def _write(self, chunks: Iterator[tuple[int, list[list[Any] | None]]]) -> RocketMQCommitMessage:
-        pid, batch_id, prefix = _task_identity(self._streaming)
+        pid, batch_id, prefix = _task_identity(self._streaming, self.write_id)
         sender = PartitionSender(self._options, self._plan, prefix)
         sender.stats.partition_id, sender.stats.batch_id = pid, batch_id
         try:
