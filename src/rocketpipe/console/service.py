@@ -1,0 +1,454 @@
+"""What the console shows and does, over :class:`~rocketpipe.client.Admin` (console).
+
+Every page's data comes from one :class:`ConsoleService` method that returns plain
+dataclasses; the Starlette handlers (``app.py``) only render them. Imports the public client
+API (``rocketpipe.client``), ``protocol`` (names, message shapes) and ``errors``.
+
+Write actions (create / delete topic, reset offset, DLQ resend) are methods too; the app
+refuses them unless the console was started with ``allow_writes``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from ..client import Admin, ClientConfig, Producer, SessionCredentials
+from ..errors import RocketMQError
+from ..protocol.message import (
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_MAX_RECONSUME_TIMES,
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_RECONSUME_TIME,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    Message,
+    MessageExt,
+    MessageQueue,
+    decode_records,
+)
+
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+RESEND_PRODUCER_GROUP = "CONSOLE_RESEND_GROUP"
+"""Producer group of the console's DLQ resends."""
+BODY_PREVIEW_BYTES = 512
+"""Bytes of a message body shown in a list (the message page shows up to 64 KiB)."""
+MAX_BROWSE = 64
+"""Messages at most per queue when browsing a time range (and per broker for a key search)."""
+# properties the broker or the consumer's send-back set; a resent copy starts clean
+_RESEND_DROPPED = frozenset(
+    {
+        PROPERTY_DELAY_TIME_LEVEL,
+        PROPERTY_RECONSUME_TIME,
+        PROPERTY_MAX_RECONSUME_TIMES,
+        PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+        "MIN_OFFSET",
+        "MAX_OFFSET",
+        "CONSUME_START_TIME",
+        "REAL_TOPIC",
+        "REAL_QID",
+        "CLUSTER",
+        "WAIT",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleSettings:
+    """How the console reaches the cluster.
+
+    Attributes:
+        namesrv_addr: ``;``-separated name servers (``host:port``).
+        allow_writes: allow create / delete topic, reset offset and DLQ resend.
+        credentials: ACL access key / secret key that sign every request, or None.
+        request_timeout: seconds per request to a name server or broker.
+    """
+
+    namesrv_addr: str
+    allow_writes: bool = False
+    credentials: SessionCredentials | None = None
+    request_timeout: float = 5.0
+
+    def client_config(self) -> ClientConfig:
+        """The :class:`ClientConfig` of the console's admin and resend producer."""
+        return ClientConfig(
+            namesrv_addr=self.namesrv_addr, credentials=self.credentials, request_timeout=self.request_timeout
+        )
+
+
+@dataclass(slots=True)
+class BrokerRow:
+    """One broker of the cluster page.
+
+    Attributes:
+        cluster, broker_name, broker_id (0 = master), addr: from the name server.
+        runtime: GET_BROKER_RUNTIME_INFO key -> value (empty if the broker did not answer).
+        config: GET_BROKER_CONFIG key -> value (empty if unsupported).
+        error: why the broker did not answer, or None.
+    """
+
+    cluster: str
+    broker_name: str
+    broker_id: int
+    addr: str
+    runtime: dict[str, str] = field(default_factory=dict)
+    config: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def role(self) -> str:
+        """``MASTER`` / ``SLAVE``, or the broker's ``brokerRole`` setting when it tells."""
+        return self.config.get("brokerRole") or ("MASTER" if self.broker_id == 0 else "SLAVE")
+
+    @property
+    def version(self) -> str:
+        """``brokerVersionDesc`` (e.g. ``V5_3_3``), or ``?``."""
+        return self.runtime.get("brokerVersionDesc", "?")
+
+    @property
+    def flush_disk_type(self) -> str:
+        """``ASYNC_FLUSH`` / ``SYNC_FLUSH`` when the broker tells (config), else ``?``."""
+        return self.config.get("flushDiskType", "?")
+
+    @property
+    def disk_ratio_percent(self) -> str:
+        """Commit-log disk use in percent (``commitLogDiskRatio`` × 100), or ``?``."""
+        return _percent(self.runtime.get("commitLogDiskRatio"))
+
+    def tps(self, key: str) -> float:
+        """The 10 s figure of a ``"tps10 tps60 tps600"`` runtime value (``putTps``,
+        ``getTransferedTps``), messages per second; 0.0 when absent."""
+        return tps_of(self.runtime.get(key))
+
+
+@dataclass(slots=True)
+class QueueRow:
+    """One queue of a topic: broker, id, offsets (max = next to be written), last store ms."""
+
+    broker_name: str
+    queue_id: int
+    min_offset: int
+    max_offset: int
+    last_update_ms: int
+
+
+@dataclass(slots=True)
+class TopicDetail:
+    """The topic page: queues, route brokers with perms, consumer groups reading it."""
+
+    topic: str
+    queues: list[QueueRow]
+    brokers: list[tuple[str, int, int, int]]  # broker name, read queues, write queues, perm
+    groups: list[str]
+    error: str | None = None
+
+    @property
+    def total_messages(self) -> int:
+        """Messages stored in every queue (sum of max − min)."""
+        return sum(q.max_offset - q.min_offset for q in self.queues)
+
+
+@dataclass(slots=True)
+class LagRow:
+    """One queue of a group's progress: broker (max) offset, committed offset, lag = difference."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+    broker_offset: int
+    consumer_offset: int
+    last_timestamp: int
+
+    @property
+    def lag(self) -> int:
+        """Messages not yet consumed (broker offset − consumer offset)."""
+        return self.broker_offset - self.consumer_offset
+
+
+@dataclass(slots=True)
+class GroupDetail:
+    """The group page: online members, subscriptions, consume mode and lag per queue."""
+
+    group: str
+    members: list[tuple[str, str, str, int]]  # client id, address, language, version
+    subscriptions: list[tuple[str, str, str]]  # topic, expression, expression type
+    consume_type: str | None
+    message_model: str | None
+    consume_from_where: str | None
+    lag_rows: list[LagRow]
+    consume_tps: float
+    members_error: str | None = None
+    lag_error: str | None = None
+
+    @property
+    def total_lag(self) -> int:
+        """Sum of the queues' lag (messages)."""
+        return sum(r.lag for r in self.lag_rows)
+
+
+@dataclass(slots=True)
+class MessageView:
+    """A stored message as the console shows it.
+
+    Attributes:
+        msg: the decoded message.
+        body_text: the body as UTF-8 (invalid bytes replaced), cut to ``preview`` bytes.
+        truncated: the body was longer than the preview.
+    """
+
+    msg: MessageExt
+    body_text: str
+    truncated: bool
+
+    @classmethod
+    def of(cls, msg: MessageExt, preview: int = BODY_PREVIEW_BYTES) -> MessageView:
+        """Wrap ``msg`` with a body preview of ``preview`` bytes."""
+        body = bytes(msg.body)
+        return cls(msg, body[:preview].decode("utf-8", "replace"), len(body) > preview)
+
+    @property
+    def msg_id(self) -> str:
+        """The client msg id (``UNIQ_KEY``), else the offset msg id."""
+        return self.msg.msg_id or self.msg.offset_msg_id or ""
+
+
+def tps_of(value: str | None) -> float:
+    """The first figure of a ``"tps10 tps60 tps600"`` runtime value; 0.0 when absent or bad."""
+    try:
+        return float((value or "0").split()[0])
+    except (ValueError, IndexError):
+        return 0.0
+
+
+def _percent(value: str | None) -> str:
+    try:
+        return f"{float(value or ''):.1%}"
+    except ValueError:
+        return "?"
+
+
+def topic_kind(topic: str) -> str:
+    """``retry`` (``%RETRY%…``), ``dlq`` (``%DLQ%…``), ``system`` (reserved names) or ``normal``."""
+    if topic.startswith(RETRY_PREFIX):
+        return "retry"
+    if topic.startswith(DLQ_PREFIX):
+        return "dlq"
+    system = {"TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRACE_TOPIC", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC"}
+    if topic in system or topic.startswith(("rmq_sys_", "RMQ_SYS_")) or topic.endswith("_REPLY_TOPIC"):
+        return "system"
+    return "normal"
+
+
+def _err(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"
+
+
+class ConsoleService:
+    """The console's reads and writes on one cluster, over one :class:`Admin`.
+
+    Args:
+        settings: the name servers, write permission and credentials.
+    """
+
+    def __init__(self, settings: ConsoleSettings) -> None:
+        self.settings = settings
+        self.admin = Admin(config=settings.client_config())
+
+    async def close(self) -> None:
+        """Close the admin's connections."""
+        await self.admin.close()
+
+    # ------------------------------------------------------------------ cluster
+
+    async def brokers(self) -> list[BrokerRow]:
+        """Every broker the name server knows, with its runtime info and config (asked in parallel)."""
+        info = await self.admin.examine_broker_cluster_info()
+        rows: list[BrokerRow] = []
+        for cluster, names in sorted(info.cluster_addr_table.items()):
+            for name in sorted(names):
+                bd = info.broker_addr_table.get(name)
+                if bd is None:
+                    continue
+                for bid, addr in sorted(bd.broker_addrs.items()):
+                    rows.append(BrokerRow(cluster, name, int(bid), addr))
+
+        async def fill(row: BrokerRow) -> None:
+            try:
+                row.runtime = await self.admin.fetch_broker_runtime_stats(row.addr)
+            except RocketMQError as e:
+                row.error = _err(e)
+                return
+            try:
+                row.config = await self.admin.get_broker_config(row.addr)
+            except RocketMQError:
+                row.config = {}
+
+        await asyncio.gather(*(fill(r) for r in rows))
+        return rows
+
+    # ------------------------------------------------------------------ topics
+
+    async def topics(self) -> list[tuple[str, str]]:
+        """Every topic the name server knows as (name, kind), sorted by name."""
+        return sorted((t, topic_kind(t)) for t in await self.admin.fetch_all_topic_list())
+
+    async def topic_detail(self, topic: str) -> TopicDetail:
+        """The topic's queues (min / max offsets, last store time), route and consumer groups."""
+        route = await self.admin.topic_route(topic)
+        brokers = sorted((q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm) for q in route.queue_datas)
+        queues: list[QueueRow] = []
+        error: str | None = None
+        try:
+            stats = await self.admin.examine_topic_stats(topic)
+            for mq, off in sorted(stats.offset_table.items()):
+                queues.append(
+                    QueueRow(mq.broker_name, mq.queue_id, off.min_offset, off.max_offset, off.last_update_timestamp)
+                )
+        except RocketMQError as e:
+            error = _err(e)
+        try:
+            groups = sorted(await self.admin.query_topic_consume_by_who(topic))
+        except RocketMQError:
+            groups = []
+        return TopicDetail(topic, queues, brokers, groups, error)
+
+    async def topic_offsets(self, topic: str) -> tuple[int, int]:
+        """(epoch ms, sum of the queues' max offsets): two reads a second apart give messages/s."""
+        stats = await self.admin.examine_topic_stats(topic)
+        return int(time.time() * 1000), sum(o.max_offset for o in stats.offset_table.values())
+
+    async def create_topic(self, topic: str, queue_nums: int) -> None:
+        """Create ``topic`` with ``queue_nums`` read / write queues on every master."""
+        await self.admin.create_topic(topic, queue_nums)
+
+    async def delete_topic(self, topic: str) -> list[str]:
+        """Delete ``topic`` from the brokers of every cluster that routes it and from the name servers.
+
+        Returns:
+            The broker addresses it was deleted on.
+        """
+        route = await self.admin.topic_route(topic)
+        clusters = sorted({bd.cluster for bd in route.broker_datas})
+        done: list[str] = []
+        for cluster in clusters:
+            done.extend(await self.admin.delete_topic(topic, cluster))
+        return done
+
+    # ------------------------------------------------------------------ groups
+
+    async def groups(self) -> list[str]:
+        """Consumer groups, as the name server's ``%RETRY%<group>`` topics name them, sorted."""
+        return sorted(
+            t[len(RETRY_PREFIX) :] for t in await self.admin.fetch_all_topic_list() if t.startswith(RETRY_PREFIX)
+        )
+
+    async def group_detail(self, group: str) -> GroupDetail:
+        """Members (consumer connections), subscriptions, consume mode and lag per queue."""
+        detail = GroupDetail(group, [], [], None, None, None, [], 0.0)
+        try:
+            cc = await self.admin.examine_consumer_connection_info(group)
+            detail.members = sorted((c.client_id, c.client_addr, c.language, c.version) for c in cc.connection_set)
+            detail.subscriptions = sorted(
+                (s.topic, s.sub_string, s.expression_type or "TAG") for s in cc.subscription_table.values()
+            )
+            detail.consume_type = cc.consume_type
+            detail.message_model = cc.message_model
+            detail.consume_from_where = cc.consume_from_where
+        except RocketMQError as e:
+            detail.members_error = _err(e)
+        try:
+            stats = await self.admin.examine_consume_stats(group)
+            detail.consume_tps = stats.consume_tps
+            detail.lag_rows = [
+                LagRow(mq.topic, mq.broker_name, mq.queue_id, w.broker_offset, w.consumer_offset, w.last_timestamp)
+                for mq, w in sorted(stats.offset_table.items())
+            ]
+        except RocketMQError as e:
+            detail.lag_error = _err(e)
+        return detail
+
+    async def reset_offset(self, group: str, topic: str, timestamp_ms: int) -> dict[MessageQueue, int]:
+        """Move ``group``'s offsets on ``topic`` to the first message stored at or after
+        ``timestamp_ms`` (epoch ms; -1 = the end). Returns the new offset per queue."""
+        return await self.admin.reset_offset_by_timestamp(topic, group, timestamp_ms)
+
+    # ------------------------------------------------------------------ messages
+
+    async def search_by_key(self, topic: str, key: str, begin_ms: int, end_ms: int) -> list[MessageView]:
+        """Messages of ``topic`` indexed under ``key`` and stored in [begin_ms, end_ms]."""
+        found = await self.admin.query_message(topic, key, MAX_BROWSE, begin_ms, end_ms)
+        return [MessageView.of(m) for m in found.message_list]
+
+    async def search_by_id(self, topic: str, msg_id: str) -> MessageView:
+        """The message of ``msg_id`` (offset msg id or client msg id) in ``topic``, 64 KiB of body shown."""
+        found = await self.admin.query_message_by_unique_key(topic, msg_id, 1)
+        if found:
+            return MessageView.of(found[0], 64 * 1024)
+        try:  # an offset msg id (store host + commit-log offset)
+            msg = await self.admin.view_message(msg_id, topic)
+        except (RocketMQError, ValueError, OverflowError) as e:
+            raise RocketMQError(f"no message {msg_id!r} in {topic!r}") from e
+        if msg.topic != topic:
+            raise RocketMQError(f"message {msg_id!r} is in {msg.topic!r}, not {topic!r}")
+        return MessageView.of(msg, 64 * 1024)
+
+    async def view(self, offset_msg_id: str) -> MessageView:
+        """The message stored at ``offset_msg_id``, 64 KiB of body shown."""
+        return MessageView.of(await self.admin.view_message(offset_msg_id), 64 * 1024)
+
+    async def browse(self, topic: str, begin_ms: int, end_ms: int, per_queue: int = MAX_BROWSE) -> list[MessageView]:
+        """Messages of ``topic`` stored in [begin_ms, end_ms], up to ``per_queue`` per queue,
+        newest store time first."""
+        out: list[MessageView] = []
+        for mq in await self.admin.topic_queues(topic):
+            start = await self.admin.search_offset(mq, begin_ms)
+            stop = await self.admin.max_offset(mq)
+            offset = start
+            while offset < stop and sum(1 for v in out if v.msg.queue_id == mq.queue_id) < per_queue:
+                raw = await self.admin.pull_raw(mq, offset, min(32, stop - offset))
+                if not raw.body:
+                    break
+                msgs = decode_records(raw.body)
+                if not msgs:
+                    break
+                for m in msgs:
+                    if begin_ms <= m.store_timestamp <= end_ms:
+                        out.append(MessageView.of(m))
+                offset = raw.next_begin_offset
+                if msgs[-1].store_timestamp > end_ms:
+                    break
+        out.sort(key=lambda v: v.msg.store_timestamp, reverse=True)
+        return out
+
+    # ------------------------------------------------------------------ DLQ
+
+    async def dlq_topics(self) -> list[str]:
+        """The ``%DLQ%<group>`` topics the name server knows, sorted."""
+        return sorted(t for t in await self.admin.fetch_all_topic_list() if t.startswith(DLQ_PREFIX))
+
+    async def resend_dlq(self, offset_msg_id: str) -> tuple[str, str]:
+        """Send a copy of the dead message at ``offset_msg_id`` back to its group's retry topic.
+
+        The copy goes to ``%RETRY%<group>`` (so only the DLQ's group gets it again, as
+        rocketmq-dashboard's resend) with ``RETRY_TOPIC`` = the original topic (the consumer
+        restores it; kept from the dead message), ``ORIGIN_MESSAGE_ID`` = the dead message's msg id, reconsume count 0,
+        the same body, tags, keys and user properties. The dead message stays in the DLQ.
+
+        Returns:
+            (retry topic, msg id of the copy).
+
+        Raises:
+            RocketMQError: the id is not in a ``%DLQ%`` topic, or the send failed.
+        """
+        msg = await self.admin.view_message(offset_msg_id)
+        if not msg.topic.startswith(DLQ_PREFIX):
+            raise RocketMQError(f"message {offset_msg_id} is in {msg.topic!r}, not a %DLQ% topic")
+        group = msg.topic[len(DLQ_PREFIX) :]
+        retry_topic = RETRY_PREFIX + group
+        props = {k: v for k, v in msg.properties.items() if k not in _RESEND_DROPPED}
+        props[PROPERTY_ORIGIN_MESSAGE_ID] = msg.msg_id or offset_msg_id
+        copy = Message(retry_topic, bytes(msg.body), msg.flag, props)
+        async with Producer(RESEND_PRODUCER_GROUP, config=self.settings.client_config()) as producer:
+            result = await producer.send(copy)
+        return retry_topic, result.msg_id
