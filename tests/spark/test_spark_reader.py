@@ -125,6 +125,8 @@ def test_stream_initial_latest_and_limits(fake: FakeCluster) -> None:
     assert r.getDefaultReadLimit() == ReadMaxRows(11)
     end = r.latestOffset(start, ReadMaxRows(11))
     assert end == {"T": {"a:0": 10, "a:1": 1, "b:0": 0}}
+    # Kafka's lag metrics: heads 100, 10, 0 minus the batch's end
+    assert r.last_lag == {"minOffsetsBehindLatest": 0, "avgOffsetsBehindLatest": 33.0, "maxOffsetsBehindLatest": 90}
     assert r.reportLatestOffset() == {"T": {"a:0": 100, "a:1": 10, "b:0": 0}}
     assert r.latestOffset(start, ReadAllAvailable()) == {"T": {"a:0": 100, "a:1": 10, "b:0": 0}}
     # a ReadMinRows limit as Kafka's: the first trigger runs; within maxTriggerDelay one with

@@ -875,6 +875,8 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: Offsets | None = None
         self._now_ms: Callable[[], float] = _monotonic_ms
         self._last_trigger_ms: float | None = None
+        #: Kafka's lag metrics of the last planned batch (offsets behind latest over the queues)
+        self.last_lag: dict[str, float] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -948,7 +950,27 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if min_rows is not None and self._target is None and self._delay_batch(available, min_rows):
             return offsets_to_json(offsets_from_json(start))
         end = cap_offsets(begin, heads, int(lim.max_rows) if cls == "ReadMaxRows" else 2**62)
+        self._report_lag(heads, end)
         return offsets_to_json(end)
+
+    def _report_lag(self, heads: Offsets, end: Offsets) -> None:
+        """Log how far the batch's end stays behind the queue heads — Kafka's source metrics
+        ``minOffsetsBehindLatest`` / ``avgOffsetsBehindLatest`` / ``maxOffsetsBehindLatest``,
+        which the Python streaming API cannot put into the query's progress — and keep them in
+        :attr:`last_lag` (the heads themselves are in the progress, see
+        :meth:`reportLatestOffset`)."""
+        behind = [max(0, head - end.get(mq, 0)) for mq, head in heads.items()]
+        if not behind:
+            return
+        self.last_lag = {
+            "minOffsetsBehindLatest": min(behind),
+            "avgOffsetsBehindLatest": sum(behind) / len(behind),
+            "maxOffsetsBehindLatest": max(behind),
+        }
+        log.info(
+            "rocketmq source lag over %d queues: min %d, avg %.1f, max %d offsets behind latest",
+            len(behind), min(behind), sum(behind) / len(behind), max(behind),
+        )  # fmt: skip
 
     def _delay_batch(self, available: int, min_rows: int) -> bool:
         """Kafka's ``delayBatch``: skip this trigger while fewer than ``min_rows`` new rows are
