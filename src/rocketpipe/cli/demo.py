@@ -17,7 +17,10 @@ Steps (see the README for the story):
 5. wait until the push consumer has completed every message, retries included;
 6. reconcile: produced = distinct msg ids Spark read (no duplicates) = distinct messages the
    push consumer completed; retries = size of the retry subset; the flights counted by the
-   delay statistics = produced. Print the tables, write ``summary.json``; exit 1 on a mismatch.
+   delay statistics = produced. Print the tables, write ``summary.json``; exit 1 on a mismatch;
+7. draw ``delays.png`` (:mod:`rocketpipe.cli.demo_picture`) from the ``delay_stats`` Parquet in a
+   thread of its own, alongside the wait for the push consumer and the shut-down; exit 1 if it
+   fails.
 
 Threads: the admin, producer and consumer run on an asyncio loop in a daemon thread
 (:class:`~rocketpipe.cli.loop_thread.LoopThread`); the main thread drives Spark and the display.
@@ -48,6 +51,7 @@ from rich.table import Table
 
 from rocketpipe.testing.serve_process import ServeProcess, serve_process
 
+from .demo_picture import DelaysPicture
 from .demo_pipeline import DemoPaths, SparkOutcome
 from .errors import EXIT_FAILURE, EXIT_USAGE, fail, handle_errors
 from .flights import FLIGHTS_TOPIC, RETRY_FLIGHT_MULTIPLE, FlightRecord, is_retry_body
@@ -326,9 +330,17 @@ def _carrier_names() -> dict[str, str]:
 
 
 def print_results(
-    spark: SparkOutcome, checks: list[Check], tally: ConsumerTally, paths: DemoPaths, timings: dict[str, float]
+    spark: SparkOutcome,
+    checks: list[Check],
+    tally: ConsumerTally,
+    paths: DemoPaths,
+    timings: dict[str, float],
+    picture: DelaysPicture | str,
 ) -> None:
-    """Print the delay tables, the reconciliation table and where the outputs are."""
+    """Print the delay tables, the reconciliation table and where the outputs are.
+
+    ``picture`` is what was drawn, or why it was not (an error message).
+    """
     names = _carrier_names()
     t = Table(
         title="Carriers by average departure delay (from delay_stats)",
@@ -386,9 +398,14 @@ def print_results(
         console.print(
             f"[yellow]Spark: {spark.restarts} query restart(s) from the checkpoint after a Python worker start-up timeout[/]"
         )
+    if isinstance(picture, str):
+        console.print(f"[bold red]picture {paths.picture.name} not drawn[/]: {picture}")
+        drawn = ""
+    else:
+        drawn = f"{picture.path.name} ({picture.width}×{picture.height}, average departure delay by day), "
     console.print(
-        f"Outputs in [bold]{paths.out_dir}[/]: delay_stats/ ({spark.windows:,} windows, Parquet), spark_msg_ids/ (Parquet), "
-        "summary.json, spark.log, store/ (broker), checkpoints/"
+        f"Outputs in [bold]{paths.out_dir}[/]: {drawn}delay_stats/ ({spark.windows:,} windows, Parquet), "
+        "spark_msg_ids/ (Parquet), summary.json, spark.log, store/ (broker), checkpoints/"
     )
 
 
@@ -401,10 +418,11 @@ def write_summary(
     tally: ConsumerTally,
     checks: list[Check],
     timings: dict[str, float],
+    picture: DelaysPicture | str,
 ) -> None:
     """Write ``summary.json`` (machine-readable reconciliation)."""
     doc = {
-        "ok": all(c.ok for c in checks),
+        "ok": all(c.ok for c in checks) and not isinstance(picture, str),
         "limit": limit,
         "produced": len(published.msg_ids),
         "retry_subset": len(published.retry_ids),
@@ -430,7 +448,9 @@ def write_summary(
             "delay_stats": str(paths.delay_stats),
             "spark_msg_ids": str(paths.spark_msg_ids),
             "spark_log": str(paths.spark_log),
+            "picture": None if isinstance(picture, str) else str(picture.path),
         },
+        "picture_error": picture if isinstance(picture, str) else None,
     }
     paths.summary.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
 
@@ -462,6 +482,7 @@ def run_demo(
     for sub in (paths.store, paths.delay_stats, paths.spark_msg_ids, paths.checkpoints):
         shutil.rmtree(sub, ignore_errors=True)
     paths.summary.unlink(missing_ok=True)
+    paths.picture.unlink(missing_ok=True)
 
     tally = ConsumerTally()
     spark_box: dict[str, Any] = {}
@@ -481,6 +502,19 @@ def run_demo(
             spark_box["seconds"] = time.monotonic() - t
         except BaseException as exc:  # re-raised in the main thread
             spark_box["error"] = exc
+
+    picture_box: dict[str, Any] = {}
+
+    def draw_picture() -> None:
+        """Draw ``delays.png`` from the ``delay_stats`` Parquet (the Spark query's output)."""
+        from . import demo_picture
+
+        try:
+            picture_box["picture"] = demo_picture.draw_delays(
+                paths.delay_stats, paths.picture, names=_carrier_names(), subtitle="from the Spark query's delay_stats"
+            )
+        except Exception as exc:  # reported, and the demo exits 1
+            picture_box["error"] = f"{type(exc).__name__}: {exc}"
 
     spark_thread = threading.Thread(target=start_spark, name="spark-start", daemon=True)
     spark_thread.start()
@@ -567,6 +601,9 @@ def run_demo(
                 )
                 timings["Spark queries"] = outcome.query_seconds
                 timings["Spark results (consolidate, read back)"] = outcome.seconds - outcome.query_seconds
+                # delay_stats is written: draw the picture while the consumer finishes and all stops
+                picture_thread = threading.Thread(target=draw_picture, name="demo-picture", daemon=True)
+                picture_thread.start()
 
                 t_wait = time.monotonic()
                 deadline = t_wait + consumer_timeout
@@ -580,11 +617,26 @@ def run_demo(
             with contextlib.suppress(Exception):
                 host.result(timeout=60)
 
+    t_picture = time.monotonic()
+    picture_thread.join()
+    picture: DelaysPicture | str = picture_box.get("picture") or picture_box.get("error", "not drawn")
+    if not isinstance(picture, str):
+        timings["picture delays.png (alongside the shut-down)"] = picture.seconds
+    timings["wait for the picture"] = time.monotonic() - t_picture
     checks = reconcile(published, outcome, tally)
     timings["total"] = time.monotonic() - t0
-    print_results(outcome, checks, tally, paths, timings)
-    write_summary(paths, limit=limit, published=published, spark=outcome, tally=tally, checks=checks, timings=timings)
-    ok = all(c.ok for c in checks)
+    print_results(outcome, checks, tally, paths, timings, picture)
+    write_summary(
+        paths,
+        limit=limit,
+        published=published,
+        spark=outcome,
+        tally=tally,
+        checks=checks,
+        timings=timings,
+        picture=picture,
+    )
+    ok = all(c.ok for c in checks) and not isinstance(picture, str)
     if ok:
         console.print(f"[bold green]OK[/]: all {len(checks)} checks passed in {timings['total']:.0f} s")
     else:

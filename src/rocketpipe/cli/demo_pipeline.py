@@ -106,6 +106,11 @@ class DemoPaths:
         return self.out_dir / "broker.log"
 
     @property
+    def picture(self) -> Path:
+        """The picture of the average departure delay by day (PNG, from ``delay_stats``)."""
+        return self.out_dir / "delays.png"
+
+    @property
     def summary(self) -> Path:
         """The reconciliation summary (JSON)."""
         return self.out_dir / "summary.json"
