@@ -1,8 +1,9 @@
-"""The demo end to end on the first 3,000 flights: exit status and reconciliation numbers."""
+"""The demo end to end on the first 3,000 flights: exit status, reconciliation numbers, the picture."""
 
 from __future__ import annotations
 
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,8 @@ pq = pytest.importorskip("pyarrow.parquet")
 LIMIT = 3000
 #: Flights among the first 3,000 whose number is a multiple of 1111 (the demo's retry subset).
 RETRY_SUBSET = 4
+#: delays.png: 12 × 6.4 inches at 100 dpi.
+PICTURE_SIZE = (1200, 640)
 
 
 @pytest.mark.timeout(420)
@@ -44,6 +47,10 @@ def test_demo_small_run_reconciles(tmp_path: Path) -> None:
     assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     assert "Reconciliation" in proc.stdout
     assert "MISMATCH" not in proc.stdout
+    picture = out_dir / "delays.png"
+    printed = " ".join(proc.stdout.split())  # rich wraps long lines
+    assert f"Outputs in {out_dir}: delays.png (1200×640," in printed
+    assert "picture delays.png (alongside the shut-down) " in printed  # its build time, in the timings line
 
     summary = orjson.loads((out_dir / "summary.json").read_bytes())
     assert summary["ok"] is True
@@ -58,6 +65,17 @@ def test_demo_small_run_reconciles(tmp_path: Path) -> None:
     assert summary["consumer"]["redelivered_ok"] == RETRY_SUBSET
     assert summary["consumer"]["deliveries"] >= LIMIT + RETRY_SUBSET
     assert all(check["ok"] for check in summary["checks"])
+    assert summary["outputs"]["picture"] == str(picture)
+    assert summary["picture_error"] is None
+    assert 0 < summary["timings_s"]["picture delays.png (alongside the shut-down)"] < 30
+
+    data = picture.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert data[12:16] == b"IHDR"
+    assert struct.unpack(">II", data[16:24]) == PICTURE_SIZE
+    from matplotlib.image import imread
+
+    assert imread(picture).shape[:2] == PICTURE_SIZE[::-1]
 
     stats = pq.read_table(out_dir / "delay_stats").to_pydict()
     assert sum(stats["flights"]) == LIMIT
