@@ -137,6 +137,9 @@ def test_cluster_and_topic_pages_show_brokers_queues_and_offsets(env: Env, brows
     assert row.find_element(By.CSS_SELECTOR, "td.addr").text == env.cluster.broker_addr
     assert row.find_element(By.CSS_SELECTOR, "td.flush").text == "ASYNC_FLUSH"
     assert row.find_element(By.CSS_SELECTOR, "td.disk").text.endswith("%")
+    # the TPS chart polls /api/cluster (the brokers' put / get TPS) and draws what it got
+    until(d, lambda d: d.find_element(By.ID, "tps-chart").get_attribute("data-last"), "the TPS chart's first read")
+    shot(d, "cluster")
 
     # create a topic through the console's form
     d.find_element(By.ID, "nav-topics").click()
@@ -151,10 +154,14 @@ def test_cluster_and_topic_pages_show_brokers_queues_and_offsets(env: Env, brows
     assert {e.text for e in d.find_elements(By.CSS_SELECTOR, "#queues td.max")} == {"0"}
 
     env.run(wait_until(lambda: _routed(env, "ConsoleTopic", 3), timeout=WAIT, what="route of ConsoleTopic"))
+    chart = d.find_element(By.ID, "topic-tps-chart")
+    until(d, lambda d: chart.get_attribute("data-total") == "0", "the rate chart's first read")
     for i in range(7):
         env.run(env.send("ConsoleTopic", f"body {i}"))
-    # the rate chart reads the offsets by itself; its total follows the new messages
-    until(d, lambda d: d.find_element(By.ID, "topic-tps-chart").get_attribute("data-total") == "7", "chart total")
+    # the rate chart reads the offsets by itself: its next read sees 7 more messages, a rate > 0
+    until(d, lambda d: chart.get_attribute("data-total") == "7", "the rate chart's total")
+    assert float(chart.get_attribute("data-last") or "0") > 0
+    shot(d, "topic-rate")
     d.refresh()
     shown = {
         int(r.find_element(By.CSS_SELECTOR, "td.qid").text): int(r.find_element(By.CSS_SELECTOR, "td.max").text)
