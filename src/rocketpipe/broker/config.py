@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Final, Literal
 
 from ..errors import InvalidArgumentError
-from ..transport.tls import TlsClientConfig, TlsServerConfig
+from ..transport.tls import TlsClientConfig as TlsClientConfig  # re-exported for the CLI
+from ..transport.tls import TlsServerConfig as TlsServerConfig  # re-exported for the CLI
 
 #: MessageStoreConfig.messageDelayLevel
 DEFAULT_MESSAGE_DELAY_LEVEL: Final = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"

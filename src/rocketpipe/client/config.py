@@ -18,7 +18,7 @@ from ..acl.signer import SessionCredentials
 from ..errors import InvalidArgumentError
 from ..transport.tls import TlsClientConfig
 
-__all__ = ["DEFAULT_INSTANCE_NAME", "ClientConfig", "SessionCredentials"]
+__all__ = ["DEFAULT_INSTANCE_NAME", "ClientConfig", "SessionCredentials", "TlsClientConfig"]
 
 #: ClientConfig.instanceName default (``rocketmq.client.name``).
 DEFAULT_INSTANCE_NAME: Final = "DEFAULT"
@@ -121,6 +121,21 @@ class ClientConfig:
             key_path=self.tls_client_key_path,
             key_password=self.tls_client_key_password,
             test_mode_enable=self.tls_test_mode_enable,
+        )
+
+    def with_tls(self, tls: TlsClientConfig | None) -> ClientConfig:
+        """Return a copy that connects with ``tls`` (``use_tls`` and the ``tls_*`` fields set from
+        it), or this config unchanged when ``tls`` is None."""
+        if tls is None:
+            return self
+        return replace(
+            self,
+            use_tls=True,
+            tls_client_trust_cert_path=tls.trust_cert_path,
+            tls_client_cert_path=tls.cert_path,
+            tls_client_key_path=tls.key_path,
+            tls_client_key_password=tls.key_password,
+            tls_test_mode_enable=tls.test_mode_enable,
         )
 
     def namesrv_addrs(self) -> list[str]:

@@ -23,11 +23,22 @@ from rich.markup import escape
 from rocketpipe import eventloop
 
 from ..errors import EXIT_TIMEOUT, fail, handle_errors
-from .acl_options import AccessKeyOption, SecretKeyOption, credentials_from
+from .acl_options import (
+    AccessKeyOption,
+    SecretKeyOption,
+    TlsClientCertOption,
+    TlsClientKeyOption,
+    TlsClientKeyPasswordOption,
+    TlsClientTrustCertOption,
+    TlsTestModeOption,
+    UseTlsOption,
+    credentials_from,
+    tls_from,
+)
 
 if TYPE_CHECKING:
     from rocketpipe.client import MessageExt
-    from rocketpipe.client.config import SessionCredentials
+    from rocketpipe.client.config import SessionCredentials, TlsClientConfig
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -81,6 +92,7 @@ async def consume_messages(
     start_from: StartFrom,
     max_body: int,
     credentials: SessionCredentials | None = None,
+    tls: TlsClientConfig | None = None,
 ) -> int:
     """Run a push consumer until ``count`` messages were printed, the timeout, or a signal.
 
@@ -94,6 +106,7 @@ async def consume_messages(
         start_from: start position of a group that has no committed offset.
         max_body: characters of each body to print (0 = all).
         credentials: ACL credentials that sign every request, or None.
+        tls: connect with TLS with these settings, or None (plain).
 
     Returns:
         The number of messages printed.
@@ -128,7 +141,7 @@ async def consume_messages(
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, done.set)
-    config = ClientConfig(namesrv_addr=namesrv, credentials=credentials)
+    config = ClientConfig(namesrv_addr=namesrv, credentials=credentials).with_tls(tls)
     async with Admin(config=config) as admin:
         try:
             await admin.topic_route(topic)
@@ -167,9 +180,18 @@ def consume(
     ] = DEFAULT_NAMESRV,
     access_key: AccessKeyOption = None,
     secret_key: SecretKeyOption = None,
+    use_tls: UseTlsOption = False,
+    tls_client_trust_cert: TlsClientTrustCertOption = None,
+    tls_client_cert: TlsClientCertOption = None,
+    tls_client_key: TlsClientKeyOption = None,
+    tls_client_key_password: TlsClientKeyPasswordOption = None,
+    tls_test_mode_enable: TlsTestModeOption = False,
 ) -> None:
     """Consume TOPIC with a push consumer and print each message."""
     credentials = credentials_from(access_key, secret_key)
+    tls = tls_from(
+        use_tls, tls_client_trust_cert, tls_client_cert, tls_client_key, tls_client_key_password, tls_test_mode_enable
+    )
     try:
         printed = eventloop.run(
             consume_messages(
@@ -182,6 +204,7 @@ def consume(
                 start_from=start_from,
                 max_body=max_body,
                 credentials=credentials,
+                tls=tls,
             )
         )
     except TimeoutError as exc:

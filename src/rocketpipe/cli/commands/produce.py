@@ -17,11 +17,22 @@ from rich.console import Console
 from rocketpipe import eventloop
 
 from ..errors import EXIT_FAILURE, EXIT_USAGE, fail, handle_errors
-from .acl_options import AccessKeyOption, SecretKeyOption, credentials_from
+from .acl_options import (
+    AccessKeyOption,
+    SecretKeyOption,
+    TlsClientCertOption,
+    TlsClientKeyOption,
+    TlsClientKeyPasswordOption,
+    TlsClientTrustCertOption,
+    TlsTestModeOption,
+    UseTlsOption,
+    credentials_from,
+    tls_from,
+)
 
 if TYPE_CHECKING:
     from rocketpipe.client import SendResult
-    from rocketpipe.client.config import SessionCredentials
+    from rocketpipe.client.config import SessionCredentials, TlsClientConfig
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -57,6 +68,7 @@ async def produce_messages(
     group: str,
     quiet: bool,
     credentials: SessionCredentials | None = None,
+    tls: TlsClientConfig | None = None,
 ) -> tuple[int, int]:
     """Send one message per body and print one line per result.
 
@@ -69,6 +81,7 @@ async def produce_messages(
         group: producer group.
         quiet: print only the summary.
         credentials: ACL credentials that sign every request, or None.
+        tls: connect with TLS with these settings, or None (plain).
 
     Returns:
         ``(sent, not_ok)``: messages stored, and how many of them were not SEND_OK.
@@ -94,7 +107,7 @@ async def produce_messages(
                 f"queue={mq.broker_name}:{mq.queue_id} offset={result.queue_offset}"
             )
 
-    config = ClientConfig(namesrv_addr=namesrv, credentials=credentials)
+    config = ClientConfig(namesrv_addr=namesrv, credentials=credentials).with_tls(tls)
     async with Producer(group, config=config) as producer:
         pending: list[asyncio.Task[SendResult]] = []
         for text in bodies:
@@ -131,11 +144,20 @@ def produce(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the summary.")] = False,
     access_key: AccessKeyOption = None,
     secret_key: SecretKeyOption = None,
+    use_tls: UseTlsOption = False,
+    tls_client_trust_cert: TlsClientTrustCertOption = None,
+    tls_client_cert: TlsClientCertOption = None,
+    tls_client_key: TlsClientKeyOption = None,
+    tls_client_key_password: TlsClientKeyPasswordOption = None,
+    tls_test_mode_enable: TlsTestModeOption = False,
 ) -> None:
     """Send messages to TOPIC: --body (repeated --count times) or one message per stdin line."""
     if body is None and sys.stdin.isatty():
         raise fail("give --body TEXT or pipe messages on stdin (one per line)", EXIT_USAGE)
     credentials = credentials_from(access_key, secret_key)
+    tls = tls_from(
+        use_tls, tls_client_trust_cert, tls_client_cert, tls_client_key, tls_client_key_password, tls_test_mode_enable
+    )
     started = time.perf_counter()
     sent, not_ok = eventloop.run(
         produce_messages(
@@ -147,6 +169,7 @@ def produce(
             group=group,
             quiet=quiet,
             credentials=credentials,
+            tls=tls,
         )
     )
     elapsed = time.perf_counter() - started

@@ -11,6 +11,13 @@ metadata-recovery flags map to :class:`~rocketpipe.broker.BrokerConfig` fields (
 ``--acl-enable --acl-file PATH`` turn on the broker's ACL 1.0 check (``aclEnable``, the file is
 validated before anything starts); listening on a non-loopback ``--host`` without it logs one
 warning line.
+``--tls-server-mode {disabled,permissive,enforcing}`` with ``--tls-server-cert`` /
+``--tls-server-key`` (``--tls-server-key-password``, ``--tls-server-trust-cert``,
+``--tls-server-need-client-auth``) put TLS on the name server's and the broker's ports (Java's
+``tls.server.*``; the files are loaded before anything starts, exit 2 when bad). The broker's
+registrations go over TLS with ``--use-tls`` and the ``--tls-client-*`` options; when the name
+server runs here in ``enforcing`` mode they use TLS on their own, without certificate checks
+(the connection goes to an address of this machine and never leaves it).
 
 Imports: the public API of :mod:`rocketpipe.broker`, :mod:`rocketpipe.namesrv` and :mod:`rocketpipe.acl`,
 :mod:`rocketpipe.store` (``StoreConfig`` checks ``--delete-when``), :mod:`rocketpipe.transport.limits`.
@@ -40,9 +47,19 @@ from rocketpipe.transport.limits import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IDL
 
 from ..errors import EXIT_CONNECTION, EXIT_USAGE, fail, handle_errors
 from ..logging_setup import DEFAULT_LOG_BACKUPS, DEFAULT_LOG_MAX_BYTES, LogLevel, configure_logging
+from .acl_options import (
+    TlsClientCertOption,
+    TlsClientKeyOption,
+    TlsClientKeyPasswordOption,
+    TlsClientTrustCertOption,
+    TlsTestModeOption,
+    UseTlsOption,
+    tls_from,
+)
 
 if TYPE_CHECKING:
     from rocketpipe.broker import Broker, BrokerConfig
+    from rocketpipe.broker.config import TlsServerConfig
     from rocketpipe.namesrv import NameServer
 
 console = Console(highlight=False, soft_wrap=True)
@@ -51,6 +68,22 @@ log = logging.getLogger("rocketpipe.cli.serve")
 #: Default ports of Apache RocketMQ (NamesrvConfig.listenPort, BrokerConfig.listenPort).
 DEFAULT_NAMESRV_PORT = 9876
 DEFAULT_BROKER_PORT = 10911
+
+
+class TlsServerModeChoice(StrEnum):
+    """``tls.server.mode``."""
+
+    DISABLED = "disabled"
+    PERMISSIVE = "permissive"
+    ENFORCING = "enforcing"
+
+
+class ClientAuthChoice(StrEnum):
+    """``tls.server.need.client.auth``."""
+
+    NONE = "none"
+    OPTIONAL = "optional"
+    REQUIRE = "require"
 
 
 class FlushMode(StrEnum):
@@ -81,7 +114,11 @@ def _stop_signals() -> Iterator[asyncio.Event]:
 
 
 def _start_line(
-    namesrv_addr: str | None, broker_addr: str | None, config: BrokerConfig | None, limits: ServerLimits
+    namesrv_addr: str | None,
+    broker_addr: str | None,
+    config: BrokerConfig | None,
+    limits: ServerLimits,
+    tls: TlsServerConfig | None = None,
 ) -> str:
     """The one line logged at start: addresses, store, flush mode, retention, connection limits."""
     fields = [f"namesrv={namesrv_addr or 'none'}", f"broker={broker_addr or 'none'}"]
@@ -104,7 +141,10 @@ def _start_line(
         f"serverChannelMaxIdleTimeSeconds={limits.server_channel_max_idle_time_seconds}",
         f"maxConnections={limits.server_max_connections}",
         f"eventLoop={event_loop_name()}",
+        f"tlsServerMode={'disabled' if tls is None else tls.mode}",
     ]
+    if config is not None:
+        fields.append(f"tlsEnable={str(config.tls_enable).lower()}")
     return "rocketpipe serve started " + " ".join(fields)
 
 
@@ -116,6 +156,7 @@ async def run_servers(
     broker_config: BrokerConfig | None,
     limits: ServerLimits,
     metrics_port: int | None = None,
+    tls_server: TlsServerConfig | None = None,
 ) -> None:
     """Start the requested servers, print and log their addresses, run until a stop signal.
 
@@ -128,6 +169,8 @@ async def run_servers(
         limits: connection limits of the name server (the broker's come from its config).
         metrics_port: serve Prometheus metrics of the servers started here on
             ``http://host:metrics_port/metrics`` (0 = any free port), or None for none.
+        tls_server: TLS of the name server's port (the broker's is in ``broker_config``), or
+            None (plain).
 
     Raises:
         RocketMQError: a server failed to start.
@@ -139,7 +182,7 @@ async def run_servers(
             if namesrv_port is not None:
                 from rocketpipe.namesrv import NameServer
 
-                namesrv = NameServer(host=host, port=namesrv_port, limits=limits)
+                namesrv = NameServer(host=host, port=namesrv_port, limits=limits, tls_server=tls_server)
                 namesrv_addr = await namesrv.start()
                 stack.push_async_callback(namesrv.close)
                 console.print(f"rocketpipe: name server listening on {namesrv_addr}")
@@ -160,7 +203,7 @@ async def run_servers(
                     broker if broker_config is not None else None,
                 )  # fmt: skip
                 console.print(f"rocketpipe: Prometheus metrics on http://{address}/metrics")
-            log.info("%s", _start_line(namesrv_addr, broker_addr, broker_config, limits))
+            log.info("%s", _start_line(namesrv_addr, broker_addr, broker_config, limits, tls_server))
             console.print("rocketpipe: ready; Ctrl-C stops")
             await stop.wait()
             console.print("rocketpipe: stopping")
@@ -222,6 +265,40 @@ def _check_acl(acl_enable: bool, acl_file: Path | None, namesrv_only: bool) -> s
     except AclError as exc:
         raise fail(f"--acl-file: {exc.remark}", EXIT_USAGE) from None
     return str(acl_file)
+
+
+def _check_tls_server(
+    mode: TlsServerModeChoice,
+    cert: Path | None,
+    key: Path | None,
+    key_password: str | None,
+    trust_cert: Path | None,
+    need_client_auth: ClientAuthChoice,
+) -> TlsServerConfig | None:
+    """Validate the ``--tls-server-*`` flags and load the files (usage errors exit 2)."""
+    if mode is TlsServerModeChoice.DISABLED:
+        if cert or key or trust_cert or need_client_auth is not ClientAuthChoice.NONE:
+            raise fail("--tls-server-* options need --tls-server-mode permissive or enforcing", EXIT_USAGE)
+        return None
+    if cert is None:
+        raise fail(
+            f"--tls-server-mode {mode.value} needs --tls-server-cert PATH (and --tls-server-key PATH)", EXIT_USAGE
+        )
+    from rocketpipe.broker.config import TlsServerConfig
+
+    try:
+        tls = TlsServerConfig(
+            mode=mode.value,  # type: ignore[arg-type]  # a TlsServerMode value
+            cert_path=str(cert),
+            key_path=None if key is None else str(key),
+            key_password=key_password,
+            trust_cert_path=None if trust_cert is None else str(trust_cert),
+            need_client_auth=need_client_auth.value,
+        )
+        tls.server_context()
+    except InvalidArgumentError as exc:
+        raise fail(f"--tls-server-mode {mode.value}: {exc}", EXIT_USAGE) from None
+    return tls
 
 
 def _check_ranges(checks: list[tuple[str, int, int, int | None]]) -> None:
@@ -371,6 +448,58 @@ def serve(
             help="plain_acl.yml for --acl-enable, reloaded when it changes (default: $ROCKETMQ_HOME/conf/plain_acl.yml).",
         ),
     ] = None,
+    tls_server_mode: Annotated[
+        TlsServerModeChoice,
+        typer.Option(
+            "--tls-server-mode",
+            case_sensitive=False,
+            help="TLS on the name server's and broker's ports (tls.server.mode): disabled, permissive (plain and TLS on one port) or enforcing (TLS only); see docs/security.md.",
+        ),
+    ] = TlsServerModeChoice.DISABLED,
+    tls_server_cert: Annotated[
+        Path | None,
+        typer.Option(
+            "--tls-server-cert", metavar="PATH", help="PEM certificate chain of the servers (tls.server.certPath)."
+        ),
+    ] = None,
+    tls_server_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--tls-server-key", metavar="PATH", help="PEM private key of --tls-server-cert (tls.server.keyPath)."
+        ),
+    ] = None,
+    tls_server_key_password: Annotated[
+        str | None,
+        typer.Option(
+            "--tls-server-key-password",
+            envvar="ROCKETMQ_TLS_SERVER_KEY_PASSWORD",
+            metavar="PASSWORD",
+            help="Password of an encrypted --tls-server-key (tls.server.keyPassword; prefer the environment variable).",
+            show_envvar=True,
+        ),
+    ] = None,
+    tls_server_trust_cert: Annotated[
+        Path | None,
+        typer.Option(
+            "--tls-server-trust-cert",
+            metavar="PATH",
+            help="PEM CA certificates that client certificates must chain to (tls.server.trustCertPath).",
+        ),
+    ] = None,
+    tls_server_need_client_auth: Annotated[
+        ClientAuthChoice,
+        typer.Option(
+            "--tls-server-need-client-auth",
+            case_sensitive=False,
+            help="Client certificates (tls.server.need.client.auth): none, optional or require (mutual TLS; needs --tls-server-trust-cert).",
+        ),
+    ] = ClientAuthChoice.NONE,
+    use_tls: UseTlsOption = False,
+    tls_client_trust_cert: TlsClientTrustCertOption = None,
+    tls_client_cert: TlsClientCertOption = None,
+    tls_client_key: TlsClientKeyOption = None,
+    tls_client_key_password: TlsClientKeyPasswordOption = None,
+    tls_test_mode_enable: TlsTestModeOption = False,
     log_level: Annotated[
         LogLevel, typer.Option("--log-level", case_sensitive=False, help="Lowest level logged.")
     ] = LogLevel.INFO,
@@ -413,6 +542,31 @@ def serve(
         raise fail(f"--delete-when: {exc}", EXIT_USAGE) from None
 
     acl_path = _check_acl(acl_enable, acl_file, namesrv_only)
+    tls_server = _check_tls_server(
+        tls_server_mode, tls_server_cert, tls_server_key, tls_server_key_password,
+        tls_server_trust_cert, tls_server_need_client_auth,
+    )  # fmt: skip
+    if use_tls and namesrv_only:
+        raise fail("--use-tls applies to the broker's registrations; it cannot be used with --namesrv-only", EXIT_USAGE)
+    tls_client = tls_from(
+        use_tls, tls_client_trust_cert, tls_client_cert, tls_client_key, tls_client_key_password, tls_test_mode_enable
+    )
+    if tls_client is None and not broker_only and tls_server is not None and tls_server.mode == "enforcing":
+        if tls_server.need_client_auth == "require":
+            raise fail(
+                "--tls-server-need-client-auth require with the broker and name server in one process needs "
+                "--use-tls --tls-client-cert PATH --tls-client-key PATH for the broker's registrations",
+                EXIT_USAGE,
+            )
+        from rocketpipe.client.config import TlsClientConfig
+
+        # the name server is at an address of this machine: the registrations never leave it
+        tls_client = TlsClientConfig(test_mode_enable=True)
+    tls_extra: dict[str, object] = {}
+    if tls_server is not None:
+        tls_extra["tls_server"] = tls_server
+    if tls_client is not None:
+        tls_extra |= {"tls_enable": True, "tls_client": tls_client}
     limits = ServerLimits(server_channel_max_idle_time_seconds=max_idle_seconds, server_max_connections=max_connections)
     broker_config = None
     if not namesrv_only:
@@ -438,6 +592,7 @@ def serve(
             transaction_check_max=transaction_check_max,
             acl_enable=acl_enable,
             acl_file=acl_path,
+            **tls_extra,  # type: ignore[arg-type]
         )
     try:
         configure_logging(log_level, log_file, max_bytes=log_max_bytes, backups=log_backups)
@@ -465,6 +620,7 @@ def serve(
                 broker_config=broker_config,
                 limits=limits,
                 metrics_port=metrics_port,
+                tls_server=tls_server,
             )
         )
     except OSError as exc:

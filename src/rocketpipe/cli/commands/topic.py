@@ -16,10 +16,21 @@ from rich.table import Table
 from rocketpipe import eventloop
 
 from ..errors import handle_errors
-from .acl_options import AccessKeyOption, SecretKeyOption, credentials_from
+from .acl_options import (
+    AccessKeyOption,
+    SecretKeyOption,
+    TlsClientCertOption,
+    TlsClientKeyOption,
+    TlsClientKeyPasswordOption,
+    TlsClientTrustCertOption,
+    TlsTestModeOption,
+    UseTlsOption,
+    credentials_from,
+    tls_from,
+)
 
 if TYPE_CHECKING:
-    from rocketpipe.client.config import SessionCredentials
+    from rocketpipe.client.config import SessionCredentials, TlsClientConfig
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -33,7 +44,12 @@ NamesrvOption = Annotated[
 
 
 async def _create(
-    namesrv: str, topic: str, queues: int, wait_s: float = 10.0, credentials: SessionCredentials | None = None
+    namesrv: str,
+    topic: str,
+    queues: int,
+    wait_s: float = 10.0,
+    credentials: SessionCredentials | None = None,
+    tls: TlsClientConfig | None = None,
 ) -> int:
     """Create the topic, then wait (up to ``wait_s``) for the name server to route it.
 
@@ -43,7 +59,7 @@ async def _create(
     from rocketpipe.client import Admin, ClientConfig
     from rocketpipe.errors import RocketMQError
 
-    async with Admin(config=ClientConfig(namesrv_addr=namesrv, credentials=credentials)) as admin:
+    async with Admin(config=ClientConfig(namesrv_addr=namesrv, credentials=credentials).with_tls(tls)) as admin:
         await admin.create_topic(topic, queue_nums=queues)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_s
@@ -58,11 +74,11 @@ async def _create(
 
 
 async def _stats(
-    namesrv: str, topic: str, credentials: SessionCredentials | None = None
+    namesrv: str, topic: str, credentials: SessionCredentials | None = None, tls: TlsClientConfig | None = None
 ) -> list[tuple[str, int, int, int]]:
     from rocketpipe.client import Admin, ClientConfig
 
-    async with Admin(config=ClientConfig(namesrv_addr=namesrv, credentials=credentials)) as admin:
+    async with Admin(config=ClientConfig(namesrv_addr=namesrv, credentials=credentials).with_tls(tls)) as admin:
         rows = []
         for mq in await admin.topic_queues(topic):
             rows.append((mq.broker_name, mq.queue_id, await admin.min_offset(mq), await admin.max_offset(mq)))
@@ -79,9 +95,18 @@ def create(
     namesrv: NamesrvOption = DEFAULT_NAMESRV,
     access_key: AccessKeyOption = None,
     secret_key: SecretKeyOption = None,
+    use_tls: UseTlsOption = False,
+    tls_client_trust_cert: TlsClientTrustCertOption = None,
+    tls_client_cert: TlsClientCertOption = None,
+    tls_client_key: TlsClientKeyOption = None,
+    tls_client_key_password: TlsClientKeyPasswordOption = None,
+    tls_test_mode_enable: TlsTestModeOption = False,
 ) -> None:
     """Create (or update) TOPIC on every master broker of the cluster."""
-    n = eventloop.run(_create(namesrv, topic, queues, credentials=credentials_from(access_key, secret_key)))
+    tls = tls_from(
+        use_tls, tls_client_trust_cert, tls_client_cert, tls_client_key, tls_client_key_password, tls_test_mode_enable
+    )
+    n = eventloop.run(_create(namesrv, topic, queues, credentials=credentials_from(access_key, secret_key), tls=tls))
     if n:
         console.print(f"topic {topic}: {n} queue(s) in its route")
     else:
@@ -95,9 +120,18 @@ def stats(
     namesrv: NamesrvOption = DEFAULT_NAMESRV,
     access_key: AccessKeyOption = None,
     secret_key: SecretKeyOption = None,
+    use_tls: UseTlsOption = False,
+    tls_client_trust_cert: TlsClientTrustCertOption = None,
+    tls_client_cert: TlsClientCertOption = None,
+    tls_client_key: TlsClientKeyOption = None,
+    tls_client_key_password: TlsClientKeyPasswordOption = None,
+    tls_test_mode_enable: TlsTestModeOption = False,
 ) -> None:
     """Show TOPIC's queues with their min and max offsets and message counts."""
-    rows = eventloop.run(_stats(namesrv, topic, credentials=credentials_from(access_key, secret_key)))
+    tls = tls_from(
+        use_tls, tls_client_trust_cert, tls_client_cert, tls_client_key, tls_client_key_password, tls_test_mode_enable
+    )
+    rows = eventloop.run(_stats(namesrv, topic, credentials=credentials_from(access_key, secret_key), tls=tls))
     table = Table(title=f"topic {topic}", title_justify="left", box=box.SIMPLE_HEAD)
     for col in ("broker", "queue", "min offset", "max offset", "messages"):
         table.add_column(col, justify="left" if col == "broker" else "right")
