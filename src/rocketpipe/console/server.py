@@ -85,7 +85,8 @@ async def start_console(
     except OSError:
         sock.close()
         raise
-    config = uvicorn.Config(create_app(settings), log_level=log_level, lifespan="on", access_log=False)
+    # log_config=None: uvicorn leaves the process's logging set-up alone (its records propagate)
+    config = uvicorn.Config(create_app(settings), log_config=None, log_level=log_level, lifespan="on", access_log=False)
     server = _Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]), name="rocketpipe-console")
     while not server.started:
