@@ -141,6 +141,9 @@ class FakeAdmin:
             raise LookupError(f"no route for {topic}")
         return sorted(MessageQueue(topic, b, q) for b, q in qs)  # type: ignore[union-attr]
 
+    def fetch_all_topic_list(self) -> set[str]:
+        return set(self._state()["queues"])
+
     def max_offset(self, mq: MessageQueue) -> int:
         self._maybe_fail("max_offset")
         return int(self._state()["max"][_key(mq)])  # type: ignore[index]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rocketpipe.errors import InvalidArgumentError
+from rocketpipe.protocol.message import MessageQueue
 from rocketpipe.spark.options import DEFAULT_PULL_BATCH_SIZE, SourceOptionError, parse_source_options
 
 BASE = {"nameserver": "127.0.0.1:9876", "topic": "A"}
@@ -53,7 +54,7 @@ def test_parses_values_case_insensitively() -> None:
     "extra, streaming, match",
     [
         ({"nameserver": ""}, True, "nameServer is required"),
-        ({"topic": "  "}, True, "topic is required"),
+        ({"topic": "  "}, True, "give exactly one of the options topic"),
         ({"topic": "A,,B"}, True, "empty topic name"),
         ({"maxoffsetspertrigger": "0"}, True, r"out of range; use a value in \[1,"),
         ({"maxoffsetspertrigger": "many"}, True, "not an integer"),
@@ -127,3 +128,30 @@ def test_partition_planning_options() -> None:
         )
     with pytest.raises(SourceOptionError, match="minPartitions"):
         parse_source_options({"nameServer": "ns:9876", "topic": "A", "minPartitions": "0"}, streaming=False)
+
+
+@pytest.mark.parametrize(
+    ("opts", "error"),
+    [
+        ({}, "give exactly one of the options topic"),
+        ({"topic": "A", "subscribePattern": "A.*"}, "got topic, subscribePattern"),
+        ({"subscribePattern": "A("}, "not a regular expression"),
+        ({"assign": "[1]"}, "must be a JSON object"),
+        ({"assign": '{"A": ["broker-a"]}'}, "'broker-a' of topic 'A' is not 'brokerName:queueId'"),
+        ({"assign": '{"A": []}'}, "needs a non-empty list"),
+    ],
+)
+def test_subscription_options_errors(opts: dict[str, str], error: str) -> None:
+    with pytest.raises(SourceOptionError, match=error):
+        parse_source_options({"nameServer": "ns:9876", **opts}, streaming=True)
+
+
+def test_subscription_options() -> None:
+    o = parse_source_options({"nameServer": "ns:9876", "subscribe": "A,B"}, streaming=True)
+    assert (o.topics, o.topic_pattern, o.assigned) == (("A", "B"), None, None)
+    o = parse_source_options({"nameServer": "ns:9876", "subscribePattern": "orders-.*"}, streaming=True)
+    assert (o.topics, o.topic_pattern) == ((), "orders-.*")
+    o = parse_source_options(
+        {"nameServer": "ns:9876", "assign": '{"A": ["broker-a:0", "broker-b:3"]}'}, streaming=False
+    )
+    assert o.topics == ("A",) and o.assigned == {MessageQueue("A", "broker-a", 0), MessageQueue("A", "broker-b", 3)}

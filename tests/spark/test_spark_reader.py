@@ -196,6 +196,31 @@ def test_driver_look_ups_are_retried_after_transport_errors(fake: FakeCluster) -
     r.stop()
 
 
+def test_subscribe_pattern_and_assign_choose_the_queues(fake: FakeCluster) -> None:
+    """subscribePattern: the name server's topics matching in full (system topics left out),
+    listed again at each trigger; assign: only the named queues; a queue not routed is an error."""
+    fake.add_topic("T2", [("a", 0)])
+    fake.add_topic("%RETRY%T", [("a", 0)])
+    fake.add_topic("TX", [("a", 0)])
+    fake.produce("T2", "a", 0, 5)
+    base = {"nameserver": fake.name_server, "clientfactory": FACTORY}
+    r = RocketMQStreamReader(parse_source_options({**base, "subscribepattern": "T[0-9]*"}, streaming=True))
+    start = r.initialOffset()
+    assert start == {"T": {"a:0": 0, "a:1": 0, "b:0": 0}, "T2": {"a:0": 0}}
+    fake.add_topic("T3", [("b", 1)])
+    fake.produce("T3", "b", 1, 4)
+    assert r.latestOffset(start, ReadAllAvailable())["T3"] == {"b:1": 4}  # a new topic joins
+    r.stop()
+    assigned = json.dumps({"T": ["a:1", "b:0"], "T2": ["a:0"]})
+    r = RocketMQStreamReader(parse_source_options({**base, "assign": assigned}, streaming=True))
+    assert r.latestOffset(r.initialOffset(), ReadAllAvailable()) == {"T": {"a:1": 10, "b:0": 0}, "T2": {"a:0": 5}}
+    r.stop()
+    r = RocketMQStreamReader(parse_source_options({**base, "assign": json.dumps({"T": ["a:7"]})}, streaming=True))
+    with pytest.raises(SourceError, match=r"option assign names queue\(s\) T a:7 that the route"):
+        r.initialOffset()
+    r.stop()
+
+
 def test_stream_available_now_stops_at_target(fake: FakeCluster) -> None:
     r = _stream(fake)
     start = r.initialOffset()

@@ -21,24 +21,13 @@ from bisect import bisect_left
 from collections import deque
 from typing import Final
 
+from ..protocol.names import is_system_topic as is_system_topic  # re-exported (defined there)
+from ..protocol.names import is_validator_system_topic as is_validator_system_topic
+
 #: StoreStatsService.MAX_RECORDS_OF_SAMPLING (one sample a second, 10 minutes)
 MAX_SAMPLES: Final = 600
 #: TPS windows (samples back), StoreStatsService.getPutTps(): 10 s, 1 min, 10 min
 WINDOWS: Final = (10, 60, 600)
-#: TopicValidator.SYSTEM_TOPIC_SET (4.9/5.x common part)
-_SYSTEM_TOPICS: Final = frozenset(
-    {
-        "TBW102",
-        "SCHEDULE_TOPIC_XXXX",
-        "BenchmarkTest",
-        "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRACE_TOPIC",
-        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-        "TRANS_CHECK_MAX_TIME_TOPIC",
-        "SELF_TEST_TOPIC",
-        "OFFSET_MOVED_EVENT",
-    }
-)
 
 
 #: ``rocketmq_message_size`` bucket upper bounds, bytes (``BrokerMetricsManager.registerMetricsView``:
@@ -46,19 +35,6 @@ _SYSTEM_TOPICS: Final = frozenset(
 MESSAGE_SIZE_BUCKETS: Final = (1024, 4 * 1024, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
 #: index of the first bucket count in a put row (:attr:`BrokerStats.topic_puts`)
 PUT_ROW_BUCKETS: Final = 3
-
-
-def is_system_topic(topic: str) -> bool:
-    """``TopicValidator.isSystemTopic`` (set or ``rmq_sys_`` prefix), plus retry and DLQ topics."""
-    return topic in _SYSTEM_TOPICS or topic.startswith(("rmq_sys_", "%RETRY%", "%DLQ%"))
-
-
-def is_validator_system_topic(topic: str) -> bool:
-    """``TopicValidator.isSystemTopic`` exactly: the system topic set or the ``rmq_sys_`` prefix.
-
-    Retry and DLQ topics are not system topics here (the metrics' ``is_system`` label).
-    """
-    return topic in _SYSTEM_TOPICS or topic.startswith("rmq_sys_")
 
 
 class BrokerStats:

@@ -120,6 +120,10 @@ class SyncAdmin:
         """See :meth:`Admin.topic_queues`."""
         return self._portal.call(lambda a: a.topic_queues(topic))
 
+    def fetch_all_topic_list(self) -> set[str]:
+        """See :meth:`Admin.fetch_all_topic_list`."""
+        return self._portal.call(lambda a: a.fetch_all_topic_list())
+
     def max_offset(self, mq: MessageQueue) -> int:
         """See :meth:`Admin.max_offset`."""
         return self._portal.call(lambda a: a.max_offset(mq))

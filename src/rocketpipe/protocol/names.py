@@ -14,10 +14,13 @@ __all__ = [
     "MASTER_ID",
     "RETRY_GROUP_TOPIC_PREFIX",
     "SCHEDULE_TOPIC",
+    "SYSTEM_TOPICS",
     "TIMER_TOPIC",
     "dlq_topic",
     "group_of_retry_topic",
     "is_retry_topic",
+    "is_system_topic",
+    "is_validator_system_topic",
     "retry_topic",
 ]
 
@@ -66,3 +69,32 @@ def group_of_retry_topic(topic: str) -> str:
     """Return the group of ``%RETRY%<group>`` (``KeyBuilder.parseGroup``; POP v2 ``+topic`` cut)."""
     group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
     return group.split("+", 1)[0]
+
+
+#: TopicValidator.SYSTEM_TOPIC_SET (4.9/5.x common part)
+SYSTEM_TOPICS: Final = frozenset(
+    {
+        "TBW102",
+        "SCHEDULE_TOPIC_XXXX",
+        "BenchmarkTest",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRACE_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+        "SELF_TEST_TOPIC",
+        "OFFSET_MOVED_EVENT",
+    }
+)
+
+
+def is_system_topic(topic: str) -> bool:
+    """``TopicValidator.isSystemTopic`` (set or ``rmq_sys_`` prefix), plus retry and DLQ topics."""
+    return topic in SYSTEM_TOPICS or topic.startswith(("rmq_sys_", "%RETRY%", "%DLQ%"))
+
+
+def is_validator_system_topic(topic: str) -> bool:
+    """``TopicValidator.isSystemTopic`` exactly: the system topic set or the ``rmq_sys_`` prefix.
+
+    Retry and DLQ topics are not system topics here (the metrics' ``is_system`` label).
+    """
+    return topic in SYSTEM_TOPICS or topic.startswith("rmq_sys_")

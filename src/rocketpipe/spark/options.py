@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from ..errors import InvalidArgumentError
+from ..protocol.message import MessageQueue
 from .offsets import OffsetSpec, TimestampSpec, parse_offset_spec, parse_timestamp_spec
 
 #: Options this source knows (lower-cased, as Spark stores them).
@@ -63,6 +64,9 @@ KNOWN_OPTIONS: Final = frozenset(
     {
         "nameserver",
         "topic",
+        "subscribe",
+        "subscribepattern",
+        "assign",
         "startingoffsets",
         "endingoffsets",
         "startingtimestamp",
@@ -90,7 +94,8 @@ KNOWN_OPTIONS: Final = frozenset(
 )
 #: The end of the message naming unknown source options.
 _SOURCE_UNKNOWN_HINT: Final = (
-    "for format('rocketmq'); known options are nameServer, topic, startingOffsets, endingOffsets, "
+    "for format('rocketmq'); known options are nameServer, topic (or subscribe), subscribePattern, assign, "
+    "startingOffsets, endingOffsets, "
     "startingTimestamp, startingOffsetsByTimestamp, startingOffsetsByTimestampStrategy, endingTimestamp, "
     "endingOffsetsByTimestamp, maxOffsetsPerTrigger, minOffsetsPerTrigger, maxTriggerDelay, failOnDataLoss, "
     "pullBatchSize, pullTimeoutMs, "
@@ -113,7 +118,12 @@ class SourceOptions:
 
     Attributes:
         name_server: name-server address list (``host:port[;host:port]``).
-        topics: topics to read, in the order given, without duplicates.
+        topics: topics to read, in the order given, without duplicates (``topic`` /
+            ``subscribe``, or the topics of ``assign``; empty with ``subscribePattern``).
+        topic_pattern: ``subscribePattern``: a regular expression every topic to read matches
+            in full (Java's ``Pattern.matches``), topics listed by the name server again at
+            each trigger; or ``None``.
+        assigned: ``assign``: the only queues to read, or ``None``.
         starting_offsets: where a new query / batch read starts.
         ending_offsets: where a batch read ends (``None`` when not given).
         max_offsets_per_trigger: max rows per micro-batch, or ``None`` for no limit.
@@ -165,6 +175,8 @@ class SourceOptions:
     ending_timestamps: TimestampSpec | None = None
     starting_timestamp_strategy: Literal["error", "latest"] = "error"
     push_filters: bool = False
+    topic_pattern: str | None = None
+    assigned: frozenset[MessageQueue] | None = None
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60 * 1000
     fetch_offset_num_retries: int = 3
@@ -269,16 +281,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     """
     lowered = _lowered(options, KNOWN_OPTIONS, SourceOptionError, _SOURCE_UNKNOWN_HINT)
     name_server = _name_server(lowered, SourceOptionError)
-    raw_topics = _get(lowered, "topic")
-    if raw_topics is None:
-        raise SourceOptionError("option topic is required; pass .option('topic', 'TopicA') or 'TopicA,TopicB'")
-    topics: list[str] = []
-    for t in raw_topics.split(","):
-        t = t.strip()
-        if not t:
-            raise SourceOptionError(f"option topic={raw_topics!r} has an empty topic name; remove the extra comma")
-        if t not in topics:
-            topics.append(t)
+    topics, pattern, assigned = _subscription(lowered)
+    raw_topics = ",".join(topics) if pattern is None else pattern
     starting_raw = _get(lowered, "startingOffsets") or "earliest"
     try:
         starting = parse_offset_spec(starting_raw, allow_earliest=True)
@@ -306,7 +310,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         (starting_ts, "startingOffsetsByTimestamp"),
         (ending_ts, "endingOffsetsByTimestamp"),
     ):
-        if spec is not None and spec.per_queue is not None:
+        if spec is not None and spec.per_queue is not None and pattern is None:
             extra = sorted(set(spec.per_queue) - set(topics))
             if extra:
                 raise SourceOptionError(
@@ -352,9 +356,72 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         ending_timestamps=ending_ts,
         starting_timestamp_strategy="latest" if strategy == "latest" else "error",
         push_filters=_parse_bool(lowered, "pushFilters", False),
+        topic_pattern=pattern,
+        assigned=assigned,
         min_partitions=min_partitions,
         max_records_per_partition=max_records,
     )
+
+
+def _subscription(lowered: Mapping[str, str]) -> tuple[tuple[str, ...], str | None, frozenset[MessageQueue] | None]:
+    """What to read: exactly one of ``topic`` (Kafka's ``subscribe``, also accepted), a
+    ``subscribePattern`` or an ``assign`` JSON ``{"topic": ["brokerName:queueId", ...]}``.
+
+    Returns:
+        ``(topics, pattern, assigned queues)``.
+
+    Raises:
+        SourceOptionError: none or several of them, an empty topic name, a pattern that is not
+            a regular expression, or a malformed ``assign``.
+    """
+    given = [name for name in ("topic", "subscribe", "subscribePattern", "assign") if _get(lowered, name) is not None]
+    if len(given) != 1:
+        raise SourceOptionError(
+            "give exactly one of the options topic (or subscribe), subscribePattern and assign"
+            + (f"; got {', '.join(given)}" if given else "; e.g. .option('topic', 'TopicA') or 'TopicA,TopicB'")
+        )
+    name = given[0]
+    raw = _get(lowered, name) or ""
+    if name == "subscribePattern":
+        try:
+            re.compile(raw)
+        except re.error as exc:
+            raise SourceOptionError(f"option subscribePattern={raw!r} is not a regular expression: {exc}") from None
+        return (), raw, None
+    if name == "assign":
+        return _assignment(raw)
+    topics: list[str] = []
+    for t in raw.split(","):
+        t = t.strip()
+        if not t:
+            raise SourceOptionError(f"option {name}={raw!r} has an empty topic name; remove the extra comma")
+        if t not in topics:
+            topics.append(t)
+    return tuple(topics), None, None
+
+
+def _assignment(raw: str) -> tuple[tuple[str, ...], None, frozenset[MessageQueue]]:
+    """Parse ``assign``: ``{"topic": ["brokerName:queueId", ...]}`` (Kafka's ``{"topic": [partition, ...]}``).
+
+    Raises:
+        SourceOptionError: not that shape, or a queue written other than ``brokerName:queueId``.
+    """
+    try:
+        spec = json.loads(raw)
+    except ValueError as exc:
+        raise SourceOptionError(f'option assign is not JSON ({exc}); e.g. {{"TopicA": ["broker-a:0"]}}') from None
+    if not isinstance(spec, dict) or not spec:
+        raise SourceOptionError('option assign must be a JSON object {"topic": ["brokerName:queueId", ...]}')
+    queues: set[MessageQueue] = set()
+    for topic, entries in spec.items():
+        if not isinstance(entries, list) or not entries:
+            raise SourceOptionError(f"option assign: topic {topic!r} needs a non-empty list of 'brokerName:queueId'")
+        for entry in entries:
+            broker, sep, qid = str(entry).rpartition(":")
+            if not (isinstance(entry, str) and sep and broker and qid.isdigit()):
+                raise SourceOptionError(f"option assign: {entry!r} of topic {topic!r} is not 'brokerName:queueId'")
+            queues.add(MessageQueue(topic, broker, int(qid)))
+    return tuple(spec), None, frozenset(queues)
 
 
 def _timestamps(lowered: Mapping[str, str], which: str) -> TimestampSpec | None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import re
 import struct
 import threading
 import time
@@ -49,6 +50,7 @@ from ..errors import (
     TransportError,
 )
 from ..protocol.message import MessageQueue
+from ..protocol.names import is_system_topic
 from .offsets import (
     Offsets,
     QueueRange,
@@ -58,6 +60,7 @@ from .offsets import (
     offsets_from_json,
     offsets_to_json,
     plan_ranges,
+    queue_key,
     resolve_offsets,
     resolve_timestamps,
     split_ranges,
@@ -89,6 +92,7 @@ class AdminClient(Protocol):
     """What the source needs from an admin client (``rocketpipe.client.SyncAdmin``)."""
 
     def topic_queues(self, topic: str) -> list[MessageQueue]: ...
+    def fetch_all_topic_list(self) -> set[str]: ...
     def max_offset(self, mq: MessageQueue) -> int: ...
     def min_offset(self, mq: MessageQueue) -> int: ...
     def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int: ...
@@ -653,15 +657,37 @@ class _DriverClient:
         """The broker's search by store time for ``mq`` (retried as :meth:`_retried`)."""
         return self._retried(lambda: self.admin().search_offset(mq, timestamp_ms))
 
-    def queues(self) -> list[MessageQueue]:
-        """Readable queues of every topic, sorted.
+    def _topics(self) -> tuple[str, ...]:
+        """The topics to read: the options', or (``subscribePattern``) the name server's topics
+        that match the pattern in full, system topics (``%RETRY%``, ``%DLQ%``, ``TBW102``,
+        ``rmq_sys_``…) left out — asked again at every call, so new topics join the stream.
 
         Raises:
-            SourceError: a topic cannot be resolved.
+            SourceError: the name server cannot be reached.
+        """
+        opts = self._options
+        if opts.topic_pattern is None:
+            return opts.topics
+        pattern = re.compile(opts.topic_pattern)
+        try:
+            listed = self._retried(lambda: self.admin().fetch_all_topic_list())
+        except RocketMQError as exc:
+            raise SourceError(
+                f"cannot list the topics of name server {opts.name_server} for subscribePattern ({exc})"
+            ) from exc
+        return tuple(sorted(t for t in listed if pattern.fullmatch(t) and not is_system_topic(t)))
+
+    def queues(self) -> list[MessageQueue]:
+        """Readable queues of every topic (only the ``assign``-ed ones with that option), sorted.
+
+        Raises:
+            SourceError: a topic cannot be resolved; an assigned queue is not in its topic's
+                route (names it).
         """
         out: list[MessageQueue] = []
-        ns = self._options.name_server
-        for topic in self._options.topics:
+        opts = self._options
+        ns = opts.name_server
+        for topic in self._topics():
             try:
                 out.extend(self._retried(lambda: self.admin().topic_queues(topic)))  # noqa: B023
             except (TopicNotExistError, RouteNotFoundError) as exc:
@@ -676,6 +702,15 @@ class _DriverClient:
                 ) from exc
             except RocketMQError as exc:
                 raise SourceError(f"cannot list the queues of topic {topic!r} via name server {ns}: {exc}") from exc
+        if opts.assigned is not None:
+            unknown = opts.assigned - set(out)
+            if unknown:
+                names = ", ".join(sorted(f"{q.topic} {queue_key(q)}" for q in unknown))
+                raise SourceError(
+                    f"option assign names queue(s) {names} that the route of their topic does not have (its queues: "
+                    f"{', '.join(sorted(queue_key(q) for q in out))})"
+                )
+            out = [mq for mq in out if mq in opts.assigned]
         return sorted(set(out))
 
     def max_offsets(self, queues: list[MessageQueue]) -> Offsets:
