@@ -27,7 +27,8 @@ KEY_PASSWORD = "server-key-pass"
 
 @dataclass(frozen=True)
 class Pki:
-    """Paths of PEM files: ``ca`` signed ``server``/``client``; ``other_ca`` signed ``other_server``."""
+    """Paths of PEM files: ``ca`` signed ``server``/``client`` and ``elsewhere`` (a server certificate
+    for ``elsewhere.invalid`` only); ``other_ca`` signed ``other_server``."""
 
     ca: str
     server_cert: str
@@ -38,6 +39,8 @@ class Pki:
     other_ca: str
     other_server_cert: str
     other_server_key: str
+    elsewhere_cert: str
+    elsewhere_key: str
 
 
 def _name(cn: str) -> x509.Name:
@@ -52,6 +55,7 @@ def _cert(
     *,
     ca: bool = False,
     server: bool = False,
+    names: list[x509.GeneralName] | None = None,
 ) -> x509.Certificate:
     now = datetime.datetime.now(datetime.UTC)
     builder = (
@@ -88,7 +92,9 @@ def _cert(
         builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
     if server:
         builder = builder.add_extension(
-            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            x509.SubjectAlternativeName(
+                names or [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
             critical=False,
         )
     return builder.sign(issuer_key, hashes.SHA256())
@@ -121,6 +127,11 @@ def make_pki(directory: Path) -> Pki:
     other = _cert("other-test-ca", other_key, "other-test-ca", other_key, ca=True)
     other_server_key = ec.generate_private_key(ec.SECP256R1())
     other_server = _cert("127.0.0.1", other_server_key, "other-test-ca", other_key, server=True)
+    elsewhere_key = ec.generate_private_key(ec.SECP256R1())
+    elsewhere = _cert(
+        "elsewhere.invalid", elsewhere_key, "rocketpipe-test-ca", ca_key, server=True,
+        names=[x509.DNSName("elsewhere.invalid")],
+    )  # fmt: skip
     return Pki(
         ca=_write_cert(directory / "ca.pem", ca),
         server_cert=_write_cert(directory / "server.pem", server),
@@ -131,6 +142,8 @@ def make_pki(directory: Path) -> Pki:
         other_ca=_write_cert(directory / "other-ca.pem", other),
         other_server_cert=_write_cert(directory / "other-server.pem", other_server),
         other_server_key=_write_key(directory / "other-server.key", other_server_key),
+        elsewhere_cert=_write_cert(directory / "elsewhere.pem", elsewhere),
+        elsewhere_key=_write_key(directory / "elsewhere.key", elsewhere_key),
     )
 
 
