@@ -9,8 +9,10 @@ Usage::
     df.writeStream.format("rocketmq").option("nameServer", ...).option("checkpointLocation", ...).start()
 
 ``format("rocketmq")`` works without registration when ``rocketpipe`` is installed (the
-top-level ``pyspark_rocketmq`` module exposes ``DefaultSource``), or after
-``spark.dataSource.register(RocketMQDataSource)``. Options are listed in
+top-level ``pyspark_rocketmq`` module exposes ``DefaultSource``), or after :func:`register`
+(``spark.dataSource.register(RocketMQDataSource)`` plus what a streaming read needs), which an
+application that ships rocketpipe with ``--py-files rocketpipe.zip`` must call: Spark's
+data-source lookup does not see ``--py-files`` (docs/spark-deployment.md has the details). Options are listed in
 :mod:`rocketpipe.spark.options`; the offset JSON in :mod:`rocketpipe.spark.offsets`; the sink's
 column contract (Kafka-sink-like: ``body`` required, optional ``topic``, ``tags``, ``keys``,
 ``properties``, ``queue_id``, ``broker_name``) and delivery guarantee (at-least-once) in
@@ -28,8 +30,11 @@ Imports: pyspark and the other ``rocketpipe.spark`` modules.
 from __future__ import annotations
 
 import dataclasses
+import os
+import shutil
 from collections.abc import Mapping
-from typing import Final
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -50,6 +55,10 @@ from pyspark.sql.types import (
 )
 
 from .options import SourceOptionError, SourceOptions, parse_sink_options, parse_source_options
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
 
 # The readers and writers are imported when Spark asks for one: the data-source lookup and
 # schema steps (each a fresh Python process) then import only this module and the options.
@@ -172,3 +181,55 @@ class RocketMQDataSource(DataSource):
         from .writer import make_writer
 
         return make_writer(parse_sink_options(self.options), schema, overwrite=overwrite, streaming=True)
+
+
+#: The sub-directory of the driver's SparkFiles root in which Spark 4.3's JVM tells the Python
+#: streaming source process (``PythonStreamingSourceRunner``: ``writeSparkFiles(Some("streaming_job"),
+#: …)``) to find the ``--py-files`` archives; nothing creates it.
+STREAMING_FILES_DIR: Final = "streaming_job"
+
+
+def register(spark: SparkSession) -> None:
+    """Register ``format("rocketmq")`` in ``spark``, for rocketpipe shipped as ``--py-files``.
+
+    Needed when rocketpipe is not installed in the Python of the driver and every executor but
+    comes with ``spark-submit --py-files rocketpipe.zip`` (or ``SparkContext.addPyFile``); call it
+    after the archive is added, before the first ``format("rocketmq")``. Harmless when rocketpipe
+    is installed. It does two things:
+
+    * ``spark.dataSource.register(RocketMQDataSource)``: Spark's automatic lookup of
+      ``pyspark_*`` modules runs in a driver-side Python process whose path has no
+      ``--py-files`` archive (``DATA_SOURCE_NOT_FOUND`` otherwise); a data source registered from
+      the driver's Python carries the archives' names, so the planning processes and the
+      executors' workers put them on their path;
+    * links each archive into ``<SparkFiles root>/streaming_job/``, where Spark's Python streaming
+      source process looks for them (without it a ``readStream`` fails with "No module named
+      'rocketpipe'").
+
+    With Spark Connect only the registration applies (there is no driver-side SparkContext).
+    """
+    spark.dataSource.register(RocketMQDataSource)
+    try:
+        sc = spark.sparkContext
+    except Exception:  # Spark Connect: no SparkContext, and no SparkFiles root of ours
+        return
+    _link_includes_for_streaming(sc)
+
+
+def _link_includes_for_streaming(sc: SparkContext) -> None:
+    from pyspark import SparkFiles
+
+    root = Path(SparkFiles.getRootDirectory())
+    target_dir = root / STREAMING_FILES_DIR
+    for name in sc._python_includes or []:
+        source = root / name
+        if not source.exists():
+            continue
+        target_dir.mkdir(exist_ok=True)
+        link = target_dir / name
+        if link.exists():
+            continue
+        try:
+            os.symlink(source, link)
+        except OSError:  # no symlinks (some Windows accounts): a copy does as well
+            shutil.copyfile(source, link)

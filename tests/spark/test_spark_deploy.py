@@ -1,0 +1,213 @@
+"""spark-submit to a Spark standalone cluster with rocketpipe shipped by ``--py-files`` only.
+
+The cluster (a master and one worker, from the pyspark install's ``spark-class``) and the
+application's driver run an interpreter in which ``import rocketpipe`` fails: a venv made at test
+time whose only packages are the main venv's site-packages, added as a plain path so that the
+editable install's ``.pth`` is not processed. rocketpipe reaches the driver, the driver-side
+planning processes, the streaming source process and the executors as ``rocketpipe.zip`` (the
+sources of ``src/rocketpipe`` and ``src/pyspark_rocketmq``, zipped here) in ``--py-files``. The
+application reads a topic of the embedded broker with a streaming ``Trigger.AvailableNow``
+query into a Parquet file sink and with a batch read; both must return exactly the messages
+produced. docs/spark-deployment.md describes what Spark does with ``--py-files``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from spark_cluster import ThreadedCluster
+from spark_standalone import Standalone, spark_env, standalone_cluster
+
+from rocketpipe.client import SyncAdmin, SyncProducer
+from rocketpipe.protocol.message import Message
+
+pytestmark = pytest.mark.spark
+
+pq = pytest.importorskip("pyarrow.parquet")
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+TOPIC = "DeployTopic"
+MESSAGES = 300
+APP_NAME = "rocketpipe-deploy-test"
+
+# The application spark-submit runs. Argument: the name server, the topic, the output directory.
+APP = textwrap.dedent(
+    """
+    import json, sys
+    from pyspark.sql import SparkSession
+
+    ns, topic, out = sys.argv[1:4]
+    spark = SparkSession.builder.getOrCreate()  # named by spark-submit --name
+    result = {}
+
+    def load(stream=False):
+        r = spark.readStream if stream else spark.read
+        return r.format("rocketmq").option("nameServer", ns).option("topic", topic).load()
+
+    # Before registration Spark's lookup of pyspark_* modules does not see --py-files.
+    try:
+        load()
+        result["unregistered"] = "loaded"
+    except Exception as e:
+        result["unregistered"] = " ".join(str(e).splitlines()[:3])
+
+    import rocketpipe
+    import pyspark_rocketmq
+
+    pyspark_rocketmq.register(spark)
+    result["driver_rocketpipe"] = rocketpipe.__file__
+    result["executor_rocketpipe"] = (
+        spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("rocketpipe").__file__).collect()[0]
+    )
+
+    cols = ["msg_id", "queue_id", "queue_offset", "body"]
+    load().select(*cols).write.parquet(out + "/batch")
+    query = (
+        load(stream=True).select(*cols).writeStream.format("parquet")
+        .option("path", out + "/stream").option("checkpointLocation", out + "/checkpoint")
+        .trigger(availableNow=True).start()
+    )
+    query.awaitTermination()
+    result["stream_exception"] = str(query.exception())
+    result["executors"] = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
+    with open(out + "/result.json", "w") as f:
+        json.dump(result, f)
+    spark.stop()
+    """
+)
+
+
+def build_zip(dest: Path) -> Path:
+    """``rocketpipe.zip``: the ``rocketpipe`` and ``pyspark_rocketmq`` packages of ``src``, as a wheel holds them."""
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
+        for pkg in ("rocketpipe", "pyspark_rocketmq"):
+            for f in sorted((SRC / pkg).rglob("*")):
+                if f.is_file() and "__pycache__" not in f.parts:
+                    z.write(f, f.relative_to(SRC).as_posix())
+    return dest
+
+
+def python_without_rocketpipe(dest: Path) -> Path:
+    """A venv whose site-packages reach this interpreter's (pyspark, pyarrow…) but not rocketpipe.
+
+    The main venv's site-packages goes in by a ``.pth`` line, i.e. as a plain ``sys.path`` entry:
+    Python processes ``.pth`` files of site directories only, so the editable install's
+    ``__editable__.rocketpipe-*.pth`` (which adds ``src``) is not read.
+    """
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(dest)], check=True, timeout=60)
+    python = dest / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout.strip()
+    paths = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    (Path(site) / "main-venv.pth").write_text("\n".join(paths) + "\n")
+    return python
+
+
+def _imports(python: Path, env: dict[str, str], module: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(python), "-c", f"import {module}"], env=env, capture_output=True, text=True, timeout=60, cwd="/"
+    )
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    tc = ThreadedCluster(tmp_path_factory.mktemp("deploy-broker"))
+    tc.start()
+    try:
+        assert tc.cluster is not None
+        yield tc.cluster.namesrv_addr
+    finally:
+        tc.close()
+
+
+def _produce(ns: str) -> dict[str, bytes]:
+    admin = SyncAdmin(namesrv_addr=ns)
+    try:
+        admin.create_topic(TOPIC, 4)
+    finally:
+        admin.close()
+    producer = SyncProducer("deploy-producer", namesrv_addr=ns)
+    producer.start()
+    try:
+        sent = {}
+        for i in range(MESSAGES):
+            body = b"deploy-%d" % i
+            sent[producer.send(Message.build(TOPIC, body, tags="t")).msg_id] = body
+        return sent
+    finally:
+        producer.close()
+
+
+def _rows(path: Path) -> dict[str, bytes]:
+    table = pq.read_table(path)
+    ids, bodies = table.column("msg_id").to_pylist(), table.column("body").to_pylist()
+    assert len(set(ids)) == len(ids), f"{path.name}: duplicate msg ids"
+    return dict(zip(ids, bodies, strict=True))
+
+
+def _submit(sc: Standalone, tmp_path: Path, pyfile: Path, ns: str, out: Path) -> subprocess.CompletedProcess[str]:
+    app = tmp_path / "app.py"
+    app.write_text(APP)
+    c1 = "-XX:TieredStopAtLevel=1"  # C1 only: a short application never pays back C2's compile time
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.extraJavaOptions": c1,
+        "spark.executor.extraJavaOptions": c1,
+        "spark.sql.streaming.stopTimeout": "10s",
+    }
+    args = ["--name", APP_NAME, "--py-files", str(pyfile), "--driver-memory", "768m", "--executor-memory", "768m"]
+    args += ["--total-executor-cores", "2", "--executor-cores", "2"]
+    for k, v in conf.items():
+        args += ["--conf", f"{k}={v}"]
+    return sc.submit([*args, str(app), ns, TOPIC, str(out)], log=tmp_path / "submit.log", timeout=150)
+
+
+def test_spark_submit_py_files_on_a_standalone_cluster(tmp_path: Path, broker: str) -> None:
+    python = python_without_rocketpipe(tmp_path / "venv")
+    pyfile = build_zip(tmp_path / "rocketpipe.zip")
+    env = spark_env(tmp_path / "spark", str(python))
+    # The interpreter the cluster and the driver run has pyspark and pyarrow but no rocketpipe.
+    assert _imports(python, env, "pyspark, pyarrow, pandas, orjson").returncode == 0
+    for module in ("rocketpipe", "pyspark_rocketmq"):
+        r = _imports(python, env, module)
+        assert r.returncode != 0 and f"No module named '{module}'" in r.stderr, r.stderr
+
+    sent = _produce(broker)
+    assert len(sent) == MESSAGES
+    out = tmp_path / "out"
+    out.mkdir()
+    with standalone_cluster(tmp_path / "spark", python=str(python), cores=2, memory="1g") as sc:
+        done = _submit(sc, tmp_path, pyfile, broker, out)
+        result_file = out / "result.json"
+        assert done.returncode == 0 and result_file.exists(), (
+            f"spark-submit exited with {done.returncode}:\n{done.stdout[-8000:]}\n{sc.logs()}"
+        )
+        apps = sc.state()["completedapps"]
+        assert [a["name"] for a in apps] == [APP_NAME], apps
+        assert [a["state"] for a in apps] == ["FINISHED"], apps
+
+    result = json.loads(result_file.read_text())
+    assert "DATA_SOURCE_NOT_FOUND" in result["unregistered"], result
+    # The driver and the executor imported rocketpipe from the shipped archive.
+    assert "rocketpipe.zip" in result["driver_rocketpipe"], result
+    assert "rocketpipe.zip" in result["executor_rocketpipe"], result
+    assert result["executors"] == 1, result
+    assert result["stream_exception"] == "None", result
+    assert _rows(out / "batch") == sent
+    assert _rows(out / "stream") == sent
