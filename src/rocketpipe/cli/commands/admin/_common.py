@@ -44,6 +44,9 @@ NamesrvOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (for scripts) instead of a table.")]
+#: mqadmin's ``-b/--brokerAddr`` and ``-c/--clusterName`` of the commands that act on brokers
+BrokerAddrOption = Annotated[str | None, typer.Option("--brokerAddr", "-b", help="One broker 'host:port'.")]
+ClusterNameOption = Annotated[str | None, typer.Option("--clusterName", "-c", help="Every master of this cluster.")]
 
 
 def console() -> Console:

@@ -16,6 +16,8 @@ import typer
 from ...errors import handle_errors
 from ._common import (
     DEFAULT_NAMESRV,
+    BrokerAddrOption,
+    ClusterNameOption,
     JsonOption,
     NamesrvOption,
     either_broker_or_cluster,
@@ -29,9 +31,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from rocketpipe.client import Admin
-
-BrokerAddrOption = Annotated[str | None, typer.Option("--brokerAddr", "-b", help="One broker 'host:port'.")]
-ClusterNameOption = Annotated[str | None, typer.Option("--clusterName", "-c", help="Every master of this cluster.")]
 
 
 def register(app: typer.Typer) -> None:

@@ -19,6 +19,8 @@ import typer
 from ...errors import EXIT_USAGE, fail, handle_errors
 from ._common import (
     DEFAULT_NAMESRV,
+    BrokerAddrOption,
+    ClusterNameOption,
     JsonOption,
     NamesrvOption,
     either_broker_or_cluster,
@@ -37,9 +39,6 @@ if TYPE_CHECKING:
 
     from rocketpipe.client import Admin
     from rocketpipe.protocol.bodies.consumer import ConsumerConnection
-
-BrokerAddrOption = Annotated[str | None, typer.Option("--brokerAddr", "-b", help="One broker 'host:port'.")]
-ClusterNameOption = Annotated[str | None, typer.Option("--clusterName", "-c", help="Every master of this cluster.")]
 
 
 def register(app: typer.Typer) -> None:
