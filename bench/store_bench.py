@@ -49,7 +49,7 @@ def _best(repeat: int, fn: Callable[[MessageStore], int], cfg_for: Callable[[], 
     return best
 
 
-def run(count: int, repeat: int, string_props: bool, root: Path, prefault: int) -> None:
+def run(count: int, repeat: int, string_props: bool, root: Path) -> None:
     msgs = _msgs(count, os.urandom(1024), string_props)
     serial = iter(range(1_000_000))
 
@@ -57,7 +57,6 @@ def run(count: int, repeat: int, string_props: bool, root: Path, prefault: int) 
         return StoreConfig(
             root_dir=root / str(next(serial)),
             mapped_file_size_commit_log=256 * 1024 * 1024,
-            prefault_ahead_bytes=prefault,
         )
 
     def line(name: str, rate: float, note: str = "") -> None:
@@ -135,10 +134,9 @@ def main() -> None:
         action="store_true",
         help="pass properties as the wire string (as the broker can) instead of a dict",
     )
-    ap.add_argument("--prefault", type=int, default=0, help="prefault_ahead_bytes of the store")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=a.dir) as d:
-        run(a.count, a.repeat, a.string_props, Path(d), a.prefault)
+        run(a.count, a.repeat, a.string_props, Path(d))
 
 
 if __name__ == "__main__":

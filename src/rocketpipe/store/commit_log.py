@@ -50,8 +50,6 @@ class CommitLog:
     Args:
         directory: ``<root>/commitlog``.
         segment_size: bytes per segment (``mapped_file_size_commit_log``).
-        prefault_ahead: populate this many bytes of page mappings ahead of the write offset,
-            one system call per chunk (0 = every page faults on its first write).
 
     Attributes:
         files: the segments.
@@ -64,15 +62,13 @@ class CommitLog:
         damaged_bytes: bytes skipped over damaged ranges by recovery.
     """
 
-    def __init__(self, directory: Path, segment_size: int, prefault_ahead: int = 0) -> None:
+    def __init__(self, directory: Path, segment_size: int) -> None:
         self.files = SegmentedFile(directory, segment_size)
         self.write_offset = 0
         self.disk_loaded_end = 0
         self.damaged: dict[int, str] = {}
         self.damaged_bytes = 0
         self._warn = RateLimitedLog(log, 60.0)
-        self._prefault_ahead = prefault_ahead  # bytes; 0 = off
-        self._prefaulted = 0  # offset up to which pages were populated
 
     @property
     def segment_size(self) -> int:
@@ -125,12 +121,7 @@ class CommitLog:
             for rec in records:
                 _I64.pack_into(view, pos + PHYSICAL_OFFSET_POS, seg.start + pos)
                 pos += len(rec)
-        end = start + total
-        self.write_offset = end
-        if end > self._prefaulted and self._prefault_ahead:
-            if not seg.prefault(end - seg.start, self._prefault_ahead):
-                self._prefault_ahead = 0
-            self._prefaulted = min(seg.end, end + self._prefault_ahead)
+        self.write_offset = start + total
         return start
 
     # ------------------------------------------------------------------ read

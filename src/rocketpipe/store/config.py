@@ -82,9 +82,6 @@ class StoreConfig:
         max_msgs_num_batch: most messages one key query returns (64, ``maxMsgsNumBatch``).
         default_query_max_num: ``maxNum`` the broker uses for unique-key queries (32,
             ``defaultQueryMaxNum``).
-        prefault_ahead_bytes: rocketpipe-only; map commit-log pages writable this many bytes
-            ahead of the write offset with one ``MADV_POPULATE_WRITE`` call per chunk instead of
-            one page fault per 4 KiB (0 = off; the Java analogue is ``warmMapedFileEnable``).
         disk_max_used_space_ratio: percent of the filesystem past which expired commit-log files
             are deleted outside ``delete_when`` (75, clamped 10..95 as Java).
         disk_space_warning_level_ratio: percent past which puts are refused as disk full (5.x
@@ -119,7 +116,6 @@ class StoreConfig:
     max_filter_message_size: int = 16_000
     check_crc_on_recover: bool = True
     message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
-    prefault_ahead_bytes: int = 0
     message_index_enable: bool = True
     max_hash_slot_num: int = 5_000_000
     max_index_num: int = 5_000_000 * 4
@@ -173,8 +169,6 @@ class StoreConfig:
                 f"max_hash_slot_num must be positive and max_index_num at least 2 (entry 0 is unused), "
                 f"not {self.max_hash_slot_num} and {self.max_index_num}"
             )
-        if self.prefault_ahead_bytes < 0:
-            raise InvalidArgumentError("prefault_ahead_bytes must be >= 0 (0 turns prefaulting off)")
         if self.flush_commit_log_least_pages < 0:
             raise InvalidArgumentError("flush_commit_log_least_pages must be >= 0")
         if self.delete_commit_log_files_interval < 0 or self.destroy_mapped_file_interval_forcibly < 0:

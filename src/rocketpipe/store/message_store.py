@@ -93,7 +93,7 @@ class MessageStore:
         self._disk_full = False  # RunningFlags DISK_FULL: puts refused
         self._disk_full_warn = RateLimitedLog(log, 60.0)
         self._checkpoint = Checkpoint(root / "checkpoint")
-        self.commit_log = CommitLog(root / "commitlog", config.mapped_file_size_commit_log, config.prefault_ahead_bytes)
+        self.commit_log = CommitLog(root / "commitlog", config.mapped_file_size_commit_log)
         self._cq_root = root / "consumequeue"
         self._queues: dict[str, dict[int, ConsumeQueue]] = {}
         self._lock = threading.Lock()  # append state: commit-log write offset, CQ tables

@@ -25,7 +25,6 @@ log = logging.getLogger(__name__)
 
 _PAGE = mmap.PAGESIZE
 _ZERO_CHUNK = bytes(1024 * 1024)
-_MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux >= 5.14
 _IOV_MAX = 1024  # buffers per pwritev call (Linux UIO_MAXIOV)
 
 
@@ -153,25 +152,6 @@ class Segment:
             return
         lo = begin - begin % _PAGE
         self._mm.flush(lo, end - lo)
-
-    def prefault(self, pos: int, length: int) -> bool:
-        """Map pages ``[pos, pos + length)`` writable ahead of the appends (MADV_POPULATE_WRITE).
-
-        One system call replaces a page fault per 4 KiB on the append path. The pages become
-        dirty zero pages (like Java's ``warmMappedFile``), which the kernel may write back early.
-
-        Returns:
-            False when the kernel or platform does not support it (callers stop asking).
-        """
-        lo = pos - pos % _PAGE
-        hi = min(self.size, pos + length)
-        if hi <= lo:
-            return True
-        try:
-            self._mm.madvise(_MADV_POPULATE_WRITE, lo, hi - lo)
-        except (OSError, ValueError, AttributeError):
-            return False
-        return True
 
     def find(self, sub: bytes, start: int, end: int) -> int:
         """Position of the first ``sub`` in ``[start, end)`` of the mapping, or -1 (no copy)."""

@@ -390,14 +390,6 @@ def test_tags_from_wire_properties_string(tmp_path: Path, props: str, expected: 
         assert cq is not None and cq.entry(0)[2] == tag_code(expected)  # type: ignore[index]
 
 
-def test_prefault_ahead_round_trip(tmp_path: Path) -> None:
-    with MessageStore(small_config(tmp_path, prefault_ahead_bytes=16 * 1024)) as s:
-        results = [s.put_message(inner(body=bytes([i]) * 2000)) for i in range(70)]
-        msgs = read_queue(s, "TopicA", 0)
-        assert [m.body[0] for m in msgs] == list(range(70))
-        assert results[-1].wrote_offset > SMALL_CL  # crossed a segment with prefaulting on
-
-
 def test_get_gives_runs_of_back_to_back_records(store: MessageStore) -> None:
     """Besides one view per record, a get without a tag filter gives ``runs``: one view per run of
     records lying back to back in the commit log (the pull body is their concatenation);
