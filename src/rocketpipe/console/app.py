@@ -2,8 +2,10 @@
 
 Pages: ``/cluster`` (brokers, runtime info, put / get TPS chart), ``/topics`` (list, create),
 ``/topics/{topic}`` (queues and offsets, messages-per-second chart, delete), ``/groups``,
-``/groups/{group}`` (members, consume mode, lag per queue, reset offset by time), ``/messages``
-(search by key, msg id or time range) and ``/messages/view/{offset_msg_id}``, ``/dlq`` and
+``/groups/{group}`` (members, consume mode, lag per queue, reset offset by time), ``/producers``
+(producer connections of a group on a topic), ``/messages``
+(search by key, msg id or time range) and ``/messages/view/{offset_msg_id}`` (with the groups'
+consumption and the message trace), ``/dlq`` and
 ``/dlq/{group}`` (dead messages, resend). JSON for the charts: ``/api/cluster`` and
 ``/api/topics/{topic}/offsets``. Static files (CSS, the chart script) are served from the
 package; nothing is fetched from a CDN.
@@ -169,7 +171,7 @@ def create_app(settings: ConsoleSettings) -> Starlette:
     # ------------------------------------------------------------------ groups
 
     async def groups(request: Request) -> Response:
-        return page(request, "groups.html", groups=await svc().groups(), nav="groups")
+        return page(request, "groups.html", groups=await svc().group_overview(), nav="groups")
 
     async def group(request: Request) -> Response:
         name = request.path_params["group"]
@@ -226,7 +228,24 @@ def create_app(settings: ConsoleSettings) -> Starlette:
 
     async def view_message(request: Request) -> Response:
         view = await svc().view(request.path_params["offset_msg_id"])
-        return page(request, "message.html", v=view, nav="messages")
+        tracks, tracks_error = await svc().tracks(view.msg)
+        traces, traces_error = await svc().traces(view.msg_id)
+        return page(
+            request,
+            "message.html",
+            v=view,
+            tracks=tracks,
+            tracks_error=tracks_error,
+            traces=traces,
+            traces_error=traces_error,
+            nav="messages",
+        )
+
+    async def producers(request: Request) -> Response:
+        qp = request.query_params
+        topic_name, group_name = (qp.get("topic") or "").strip(), (qp.get("group") or "").strip()
+        found = await svc().producers(topic_name, group_name) if topic_name and group_name else None
+        return page(request, "producers.html", topic=topic_name, group=group_name, found=found, nav="producers")
 
     # ------------------------------------------------------------------ DLQ
 
@@ -289,6 +308,7 @@ def create_app(settings: ConsoleSettings) -> Starlette:
         Route("/groups", groups),
         Route("/groups/{group}", group),
         Route("/groups/{group}/reset", write(reset_offset), methods=["POST"]),
+        Route("/producers", producers),
         Route("/messages", messages),
         Route("/messages/view/{offset_msg_id}", view_message),
         Route("/dlq", dlq),

@@ -15,7 +15,9 @@ import time
 from dataclasses import dataclass, field
 
 from ..client import Admin, ClientConfig, Producer, SessionCredentials
-from ..errors import RocketMQError
+from ..client.admin import MessageTrack
+from ..client.trace import TraceView
+from ..errors import RocketMQError, TopicNotExistError
 from ..protocol.message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_MAX_RECONSUME_TIMES,
@@ -343,6 +345,16 @@ class ConsoleService:
             t[len(RETRY_PREFIX) :] for t in await self.admin.fetch_all_topic_list() if t.startswith(RETRY_PREFIX)
         )
 
+    async def group_overview(self) -> list[GroupDetail]:
+        """Every group of :meth:`groups` with its members, consume mode and lag (asked in parallel)."""
+        return list(await asyncio.gather(*(self.group_detail(g) for g in await self.groups())))
+
+    async def producers(self, topic: str, group: str) -> list[tuple[str, str, str, int]]:
+        """The producer clients of ``group`` connected to the brokers of ``topic``:
+        (client id, address, language, version)."""
+        conns = await self.admin.examine_producer_connection_info(group, topic)
+        return sorted({(c.client_id, c.client_addr, c.language, c.version) for c in conns})
+
     async def group_detail(self, group: str) -> GroupDetail:
         """Members (consumer connections), subscriptions, consume mode and lag per queue."""
         detail = GroupDetail(group, [], [], None, None, None, [], 0.0)
@@ -396,6 +408,24 @@ class ConsoleService:
     async def view(self, offset_msg_id: str) -> MessageView:
         """The message stored at ``offset_msg_id``, 64 KiB of body shown."""
         return MessageView.of(await self.admin.view_message(offset_msg_id), 64 * 1024)
+
+    async def tracks(self, msg: MessageExt) -> tuple[list[MessageTrack], str | None]:
+        """For each consumer group of the message's topic: CONSUMED, NOT_CONSUME_YET, NOT_ONLINE …
+        (``messageTrackDetail``), and the error when that could not be asked."""
+        try:
+            return await self.admin.message_track_detail(msg), None
+        except RocketMQError as e:
+            return [], _err(e)
+
+    async def traces(self, msg_id: str) -> tuple[list[TraceView], str | None]:
+        """The message-trace records of ``msg_id`` in ``RMQ_SYS_TRACE_TOPIC`` (empty, with the
+        reason, when there is no trace topic or nothing was traced)."""
+        try:
+            return await self.admin.query_trace(msg_id), None
+        except TopicNotExistError:
+            return [], "the cluster has no RMQ_SYS_TRACE_TOPIC"
+        except RocketMQError as e:
+            return [], _err(e)
 
     async def browse(self, topic: str, begin_ms: int, end_ms: int, per_queue: int = MAX_BROWSE) -> list[MessageView]:
         """Messages of ``topic`` stored in [begin_ms, end_ms], up to ``per_queue`` per queue,

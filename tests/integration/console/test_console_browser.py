@@ -85,7 +85,13 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             stack.push_async_callback(rw.close)
             ro = await start_console("127.0.0.1", 0, cluster.namesrv_addr)
             stack.push_async_callback(ro.close)
-            producer = await stack.enter_async_context(Producer("console-test-pg", namesrv_addr=cluster.namesrv_addr))
+            producer = await stack.enter_async_context(
+                # frequent heartbeats: the producers page finds it soon after its first send
+                Producer(
+                    "console-test-pg",
+                    config=ClientConfig(namesrv_addr=cluster.namesrv_addr, heartbeat_broker_interval=0.5),
+                )
+            )
             admin = await stack.enter_async_context(Admin(cluster.namesrv_addr))
             return Env(loop, cluster, rw, ro, producer, admin, stack)
 
@@ -234,7 +240,10 @@ def test_group_page_shows_members_and_lag_then_resets_offset(env: Env, browser: 
 
         d.get(env.rw.url + "/groups")
         until(d, lambda d: group in [a.text for a in d.find_elements(By.CSS_SELECTOR, "a.group-link")], "group list")
-        next(a for a in d.find_elements(By.CSS_SELECTOR, "a.group-link") if a.text == group).click()
+        row = d.find_element(By.CSS_SELECTOR, f'#groups tr.group[data-group="{group}"]')
+        assert row.find_element(By.CSS_SELECTOR, "td.lag").text == "6"
+        assert row.find_element(By.CSS_SELECTOR, "td.members").text == "1"
+        row.find_element(By.CSS_SELECTOR, "a.group-link").click()
         until(d, lambda d: d.find_elements(By.ID, "total-lag"), "the group page")
         lag_cells = [
             int(r.find_element(By.CSS_SELECTOR, "td.lag").text)
@@ -294,8 +303,11 @@ def test_key_search_finds_the_message(env: Env, browser: WebDriver) -> None:
     rows[0].find_element(By.CSS_SELECTOR, "a.msg-link").click()
     until(d, lambda d: d.find_elements(By.ID, "message-id"), "the message page")
     assert text_of(d, "#message-id") == sent.msg_id
+    shot(d, "message")
     props = text_of(d, "#properties")
     assert "KEYS order-42" in props and "TAGS paid" in props
+
+    assert [e.text for e in d.find_elements(By.CSS_SELECTOR, "#tracks tr.track")] == []  # no group reads it
 
     # by msg id too
     d.get(env.rw.url + f"/messages?topic=SearchTopic&mode=id&msg_id={sent.msg_id}")
@@ -381,3 +393,20 @@ def test_read_only_console_refuses_writes(env: Env, browser: WebDriver) -> None:
     d.find_element(By.ID, "delete-topic-btn").click()
     until(d, lambda d: d.find_elements(By.ID, "error"), "the refusal")
     assert "KeptTopic" in env.run(env.admin.fetch_all_topic_list())
+
+
+def test_producers_page_lists_the_producer(env: Env, browser: WebDriver) -> None:
+    d = browser
+    create_topic(env, "ProducerTopic", 1)
+    env.run(env.send("ProducerTopic", "hello"))
+    d.get(env.rw.url + "/producers")
+    d.find_element(By.ID, "producer-topic").send_keys("ProducerTopic")
+    d.find_element(By.ID, "producer-group").send_keys("console-test-pg")
+
+    def listed(d: WebDriver) -> bool:  # the producer's heartbeat registers it with the broker
+        d.find_element(By.ID, "producers-btn").click()
+        return bool(d.find_elements(By.CSS_SELECTOR, "#producers tr.producer"))
+
+    until(d, listed, "the producer's connection")
+    rows = [r.text for r in d.find_elements(By.CSS_SELECTOR, "#producers tr.producer")]
+    assert len(rows) == 1 and env.producer.runtime.client_id in rows[0]
