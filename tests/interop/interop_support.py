@@ -119,14 +119,25 @@ class JavaClient:
     def major(self) -> int:
         return int(self.version.split(".")[0])
 
-    async def run(self, scenario: str, namesrv_addr: str, *args: str, timeout: float = 90.0) -> dict[str, Any]:
-        """Run ``io.rocketpipe.interop.<scenario> <namesrv> args``; its last stdout line is JSON."""
+    async def run(
+        self,
+        scenario: str,
+        namesrv_addr: str,
+        *args: str,
+        timeout: float = 90.0,
+        jvm_props: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Run ``io.rocketpipe.interop.<scenario> <namesrv> args``; its last stdout line is JSON.
+
+        ``jvm_props`` are extra ``-Dkey=value`` system properties (e.g. ``tls.enable``).
+        """
         cmd = [
             "java",
             "-Xms64m",
             "-Xmx192m",
             *JVM_OPTS[3:],
             *(f"-D{k}={v}" for k, v in _home_props(self.home).items()),
+            *(f"-D{k}={v}" for k, v in (jvm_props or {}).items()),
             "-cp",
             os.pathsep.join(self.classpath),
             f"io.rocketpipe.interop.{scenario}",

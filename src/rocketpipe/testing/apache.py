@@ -26,6 +26,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import time
@@ -179,18 +180,27 @@ class RemotingReply:
     body: bytes
 
 
-def remoting_request(addr: str, code: int, ext: dict[str, str] | None = None, timeout: float = 3.0) -> RemotingReply:
+def remoting_request(
+    addr: str, code: int, ext: dict[str, str] | None = None, timeout: float = 3.0, *, tls: bool = False
+) -> RemotingReply:
     """Send one JSON-serialised remoting request to ``addr`` and return the reply.
 
     A hand-built frame (length, header length, header JSON, body) so that the fixture and the
-    tests' independent checks do not depend on the code they test.
+    tests' independent checks do not depend on the code they test. ``tls=True`` speaks TLS
+    without checking the server's certificate (a server in ``tls.server.mode=enforcing``).
     """
     host, port = addr.rsplit(":", 1)
     header = json.dumps(
         {"code": code, "language": "JAVA", "version": 401, "opaque": 1, "flag": 0, "extFields": ext or {}}
     ).encode()
     frame = struct.pack(">II", 4 + len(header), len(header)) + header
-    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+    with contextlib.ExitStack() as stack:
+        s = stack.enter_context(socket.create_connection((host, int(port)), timeout=timeout))
+        if tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            s = stack.enter_context(ctx.wrap_socket(s))
         s.sendall(frame)
         buf = b""
         while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
@@ -441,6 +451,7 @@ def start_apache_cluster(
     broker_conf: dict[str, str] | None = None,
     broker_jvm_opts: Sequence[str] = JVM_OPTS,
     plain_acl: str | None = None,
+    tls_props: dict[str, str] | None = None,
 ) -> ApacheCluster:
     """Start an Apache name server and broker ``version`` under ``work_dir``; wait until they serve.
 
@@ -451,6 +462,12 @@ def start_apache_cluster(
     ``plain_acl`` (the text of a plain_acl.yml) turns on the broker's ACL 1.0
     (``aclEnable=true``, the file written to ``$ROCKETMQ_HOME/conf/plain_acl.yml``). Only 4.x and
     5.0–5.2 brokers have ACL 1.0; 5.3 keeps ``aclEnable`` but ignores it (ACL 2.0 replaced it).
+
+    ``tls_props`` are Java's TLS system properties for both JVMs (``TlsSystemConfig``: e.g.
+    ``{"tls.server.mode": "enforcing", "tls.test.mode.enable": "false", "tls.server.certPath":
+    ..., "tls.server.keyPath": ...}``; keys in PKCS#8 PEM). ``tls.config.file`` is pointed at a
+    file that does not exist unless given, so ``/etc/rocketmq/tls.properties`` is never read.
+    With ``tls.server.mode=enforcing`` the readiness checks speak TLS.
 
     The name server is ready when it answers GET_BROKER_CLUSTER_INFO (106); the cluster is
     ready when that answer lists our broker at its address. Stop it with
@@ -466,6 +483,10 @@ def start_apache_cluster(
     prepare_home(home)
     env = _java_env(home)
     props = _home_props(home)
+    tls = False
+    if tls_props is not None:
+        props |= {"tls.config.file": str(home / "conf" / "tls.properties.absent"), **tls_props}
+        tls = tls_props.get("tls.server.mode") == "enforcing"
 
     ns_port = _free_port_block()
     ns_addr = f"127.0.0.1:{ns_port}"
@@ -482,7 +503,7 @@ def start_apache_cluster(
             home,
         )
         cluster.processes.append(ns)
-        _wait(f"the name server on {ns_addr}", ns, lambda: remoting_request(ns_addr, 106).code == 0, deadline)
+        _wait(f"the name server on {ns_addr}", ns, lambda: remoting_request(ns_addr, 106, tls=tls).code == 0, deadline)
 
         # listenPort, the fast ("VIP") port listenPort-2 and the HA port listenPort+1
         port = _free_port_block((-2, 0, 1))
@@ -509,7 +530,7 @@ def start_apache_cluster(
         cluster.processes.append(broker)
 
         def registered() -> bool:
-            reply = remoting_request(ns_addr, 106)
+            reply = remoting_request(ns_addr, 106, tls=tls)
             return reply.code == 0 and cluster.broker_addr.encode() in reply.body and _port_open(port)
 
         _wait(f"broker {cluster.broker_addr} registered with {ns_addr}", broker, registered, deadline)
