@@ -216,6 +216,15 @@ class RemotingServer:
                 self.warnings.warning("accept", "accept failed: %s", err)
                 await asyncio.sleep(_ACCEPT_ERROR_PAUSE_S)
                 continue
+            cap = self.limits.server_max_connections
+            if len(self.connections) + len(self._detecting) >= cap:
+                self.refused += 1
+                self.warnings.warning(
+                    "max-connections", "connection refused: %d connections open or starting, server_max_connections=%d",
+                    len(self.connections) + len(self._detecting), cap,
+                )  # fmt: skip
+                sock.close()
+                continue
             sock.setblocking(False)
             task = loop.create_task(self._detect(sock))
             self._detecting.add(task)

@@ -17,7 +17,7 @@ from rocketpipe.errors import ConnectionClosedError, SystemError_
 from rocketpipe.protocol.codes import ResponseCode
 from rocketpipe.protocol.command import RemotingCommand
 from rocketpipe.testing.cluster import local_cluster
-from rocketpipe.transport import Connection, ConnectionPool, RemotingServer, Router
+from rocketpipe.transport import Connection, ConnectionPool, RemotingServer, Router, ServerLimits
 from rocketpipe.transport.server import TLS_REQUIRED_REMARK
 from rocketpipe.transport.tls import TlsClientConfig, TlsServerConfig, TlsServerMode
 from waiting import wait_until
@@ -261,3 +261,37 @@ async def test_producer_and_consumer_round_trip_through_tls_name_server_and_brok
         async with Admin(config=plain) as admin:
             with pytest.raises(Exception, match=r"accepts TLS connections only"):
                 await admin.topic_queues("TlsTopic")
+
+
+async def test_connections_still_starting_count_against_the_connection_cap(pki: Pki) -> None:
+    limits = ServerLimits(server_max_connections=2)
+    server = RemotingServer(echo_router(), "127.0.0.1", 0, limits=limits, tls=server_tls(pki, "permissive"))
+    addr = await server.start()
+    host, port = addr.rsplit(":", 1)
+    try:
+        silent = [await asyncio.open_connection(host, int(port)) for _ in range(2)]
+        await wait_until(lambda: len(server._detecting) == 2, what="two connections waiting for their first byte")
+        reader, _ = await asyncio.open_connection(host, int(port))
+        assert await reader.read() == b""  # the third is closed at once
+        assert server.refused == 1
+        for _, w in silent:
+            w.close()
+        await wait_until(lambda: not server._detecting, what="the silent ones to go")
+        assert await echo_over(addr, client_ssl(pki)) == b"ping"
+    finally:
+        await server.close()
+
+
+async def test_a_connection_silent_past_the_idle_timeout_is_closed_before_its_first_byte(pki: Pki) -> None:
+    limits = ServerLimits(server_channel_max_idle_time_seconds=0.2)
+    server = RemotingServer(echo_router(), "127.0.0.1", 0, limits=limits, tls=server_tls(pki, "enforcing"))
+    addr = await server.start()
+    host, port = addr.rsplit(":", 1)
+    try:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        async with asyncio.timeout(5):
+            assert await reader.read() == b""  # closed by the server, nothing sent
+        writer.close()
+        assert not server._detecting and not server.connections
+    finally:
+        await server.close()
