@@ -258,14 +258,28 @@ def create_app(settings: ConsoleSettings) -> Starlette:
         now = int(time.time() * 1000)
         begin = parse_time(qp.get("begin"), now - 24 * 3600_000)
         end = parse_time(qp.get("end"), now + 60_000)
-        found = await svc().browse(DLQ_PREFIX + name, begin, end)
+        unreadable = await svc().unreadable_brokers(DLQ_PREFIX + name)
+        found = [] if unreadable else await svc().browse(DLQ_PREFIX + name, begin, end)
         return page(
             request,
             "dlq_group.html",
             group=name,
             found=found,
+            unreadable=unreadable,
             begin=_input_time(begin),
             end=_input_time(end),
+            nav="dlq",
+        )
+
+    async def dlq_make_readable(request: Request) -> Response:
+        name = request.path_params["group"]
+        addrs = await svc().make_readable(DLQ_PREFIX + name)
+        return page(
+            request,
+            "done.html",
+            title="DLQ made readable",
+            message=f"{DLQ_PREFIX}{name} is readable (perm 6) on {', '.join(addrs) or 'every broker already'}",
+            link=f"/dlq/{quote(name, safe='')}",
             nav="dlq",
         )
 
@@ -314,6 +328,7 @@ def create_app(settings: ConsoleSettings) -> Starlette:
         Route("/dlq", dlq),
         Route("/dlq/resend", write(dlq_resend), methods=["POST"]),
         Route("/dlq/{group}", dlq_group),
+        Route("/dlq/{group}/readable", write(dlq_make_readable), methods=["POST"]),
         Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static"),
     ]
     return Starlette(

@@ -29,6 +29,7 @@ from ..protocol.message import (
     MessageQueue,
     decode_records,
 )
+from ..protocol.sysflag import PERM_READ
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
@@ -456,6 +457,37 @@ class ConsoleService:
     async def dlq_topics(self) -> list[str]:
         """The ``%DLQ%<group>`` topics the name server knows, sorted."""
         return sorted(t for t in await self.admin.fetch_all_topic_list() if t.startswith(DLQ_PREFIX))
+
+    async def unreadable_brokers(self, topic: str) -> list[str]:
+        """The brokers whose queues of ``topic`` lack the read permission (PermName 4). Apache
+        RocketMQ 4.x creates ``%DLQ%`` topics write-only (perm 2), so they cannot be browsed."""
+        route = await self.admin.topic_route(topic)
+        return sorted(qd.broker_name for qd in route.queue_datas if not qd.perm & PERM_READ)
+
+    async def make_readable(self, topic: str) -> list[str]:
+        """Add the read permission to ``topic`` on each master whose queues lack it
+        (UPDATE_AND_CREATE_TOPIC with the same queue counts, ``mqadmin updateTopicPerm -p 6``).
+
+        Returns:
+            The broker addresses updated.
+        """
+        route = await self.admin.topic_route(topic)
+        masters = {bd.broker_name: bd.broker_addrs.get(0) for bd in route.broker_datas}
+        done: list[str] = []
+        for qd in route.queue_datas:
+            addr = masters.get(qd.broker_name)
+            if qd.perm & PERM_READ or addr is None:
+                continue
+            await self.admin.create_and_update_topic_config(
+                addr,
+                topic,
+                read_queue_nums=qd.read_queue_nums,
+                write_queue_nums=qd.write_queue_nums,
+                perm=qd.perm | PERM_READ,
+                topic_sys_flag=qd.topic_sys_flag,
+            )
+            done.append(addr)
+        return sorted(done)
 
     async def resend_dlq(self, offset_msg_id: str) -> tuple[str, str]:
         """Send a copy of the dead message at ``offset_msg_id`` back to its group's retry topic.

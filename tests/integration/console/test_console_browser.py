@@ -360,10 +360,27 @@ def test_dlq_message_is_resent_and_consumed(env: Env, browser: WebDriver) -> Non
         assert [s[:2] for s in seen] == [("poison pill", 0), ("poison pill", 1)]
         mode["fail"] = False
 
+        # as Apache 4.x creates it: write-only, so the page offers to make it readable first
+        dlq = f"%DLQ%{group}"
+        env.run(
+            env.admin.create_and_update_topic_config(
+                env.cluster.broker_addr, dlq, read_queue_nums=1, write_queue_nums=1, perm=2
+            )
+        )
+        env.run(wait_until(lambda: _perm_is(env, dlq, 2), timeout=WAIT, what="the DLQ write-only"))
+
         d.get(env.rw.url + "/dlq")
         until(d, lambda d: d.find_elements(By.CSS_SELECTOR, "a.dlq-link"), "the DLQ list")
-        next(a for a in d.find_elements(By.CSS_SELECTOR, "a.dlq-link") if a.text == f"%DLQ%{group}").click()
+        next(a for a in d.find_elements(By.CSS_SELECTOR, "a.dlq-link") if a.text == dlq).click()
         until(d, lambda d: d.find_elements(By.ID, "dlq-group"), "the DLQ page")
+        assert "write-only on broker-a" in text_of(d, "#dlq-not-readable")
+        assert not d.find_elements(By.CSS_SELECTOR, "#dlq-messages")
+        d.find_element(By.ID, "make-readable-btn").click()
+        until(d, lambda d: d.find_elements(By.ID, "done"), "the perm change")
+        assert env.cluster.broker_addr in text_of(d, "#done")
+        env.run(wait_until(lambda: _perm_is(env, dlq, 6), timeout=WAIT, what="the DLQ readable"))
+        d.find_element(By.ID, "done-link").click()
+        until(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#dlq-messages"), "the DLQ messages")
         rows = d.find_elements(By.CSS_SELECTOR, "#dlq-messages tr.message")
         assert len(rows) == 1 and rows[0].find_element(By.CSS_SELECTOR, "td.body").text == "poison pill"
         shot(d, "dlq")
@@ -374,6 +391,11 @@ def test_dlq_message_is_resent_and_consumed(env: Env, browser: WebDriver) -> Non
         assert seen[2] == ("poison pill", 0, topic)  # back under its own topic, a fresh count
     finally:
         env.run(consumer.close())
+
+
+async def _perm_is(env: Env, topic: str, perm: int) -> bool:
+    route = await env.admin.topic_route(topic)
+    return [qd.perm for qd in route.queue_datas] == [perm]
 
 
 def test_read_only_console_refuses_writes(env: Env, browser: WebDriver) -> None:
