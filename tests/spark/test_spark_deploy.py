@@ -4,9 +4,9 @@ The cluster (a master and one worker, from the pyspark install's ``spark-class``
 application's driver run an interpreter in which ``import rocketpipe`` fails: a venv made at test
 time whose only packages are the main venv's site-packages, added as a plain path so that the
 editable install's ``.pth`` is not processed. rocketpipe reaches the driver, the driver-side
-planning processes, the streaming source process and the executors as ``rocketpipe.zip`` (the
-sources of ``src/rocketpipe`` and ``src/pyspark_rocketmq``, zipped here) in ``--py-files``. The
-application reads a topic of the embedded broker with a streaming ``Trigger.AvailableNow``
+planning processes, the streaming source process and the executors in ``--py-files`` only, once
+as ``rocketpipe.zip`` and once as a pure-Python wheel (the sources of ``src/rocketpipe`` and
+``src/pyspark_rocketmq``, zipped here); both runs share one cluster. The application reads a topic of the embedded broker with a streaming ``Trigger.AvailableNow``
 query into a Parquet file sink and with a batch read; both must return exactly the messages
 produced. docs/spark-deployment.md describes what Spark does with ``--py-files``.
 """
@@ -36,7 +36,6 @@ pq = pytest.importorskip("pyarrow.parquet")
 SRC = Path(__file__).resolve().parents[2] / "src"
 TOPIC = "DeployTopic"
 MESSAGES = 300
-APP_NAME = "rocketpipe-deploy-test"
 
 # The application spark-submit runs. Argument: the name server, the topic, the output directory.
 APP = textwrap.dedent(
@@ -85,13 +84,27 @@ APP = textwrap.dedent(
 )
 
 
-def build_zip(dest: Path) -> Path:
-    """``rocketpipe.zip``: the ``rocketpipe`` and ``pyspark_rocketmq`` packages of ``src``, as a wheel holds them."""
+def build_archive(dest: Path) -> Path:
+    """The ``rocketpipe`` and ``pyspark_rocketmq`` packages of ``src`` in a zip, as a pure-Python wheel holds them.
+
+    A ``dest`` ending in ``.whl`` also gets the wheel's ``.dist-info`` (METADATA, WHEEL, RECORD).
+    """
+    files = [
+        f for pkg in ("rocketpipe", "pyspark_rocketmq") for f in sorted((SRC / pkg).rglob("*"))
+        if f.is_file() and "__pycache__" not in f.parts
+    ]  # fmt: skip
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
-        for pkg in ("rocketpipe", "pyspark_rocketmq"):
-            for f in sorted((SRC / pkg).rglob("*")):
-                if f.is_file() and "__pycache__" not in f.parts:
-                    z.write(f, f.relative_to(SRC).as_posix())
+        names = []
+        for f in files:
+            names.append(f.relative_to(SRC).as_posix())
+            z.write(f, names[-1])
+        if dest.suffix == ".whl":
+            info = "rocketpipe-0.1.0.dist-info"
+            z.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: rocketpipe\nVersion: 0.1.0\n")
+            z.writestr(
+                f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+            )
+            z.writestr(f"{info}/RECORD", "".join(f"{n},,\n" for n in [*names, f"{info}/METADATA", f"{info}/WHEEL"]))
     return dest
 
 
@@ -133,22 +146,43 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         tc.close()
 
 
-def _produce(ns: str) -> dict[str, bytes]:
-    admin = SyncAdmin(namesrv_addr=ns)
+@pytest.fixture(scope="module")
+def sent(broker: str) -> dict[str, bytes]:
+    """msg id -> body of the messages produced to :data:`TOPIC`."""
+    admin = SyncAdmin(namesrv_addr=broker)
     try:
         admin.create_topic(TOPIC, 4)
     finally:
         admin.close()
-    producer = SyncProducer("deploy-producer", namesrv_addr=ns)
+    producer = SyncProducer("deploy-producer", namesrv_addr=broker)
     producer.start()
     try:
-        sent = {}
+        out = {}
         for i in range(MESSAGES):
             body = b"deploy-%d" % i
-            sent[producer.send(Message.build(TOPIC, body, tags="t")).msg_id] = body
-        return sent
+            out[producer.send(Message.build(TOPIC, body, tags="t")).msg_id] = body
     finally:
         producer.close()
+    assert len(out) == MESSAGES
+    return out
+
+
+@pytest.fixture(scope="module")
+def python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The interpreter of the cluster and the driver: pyspark and pyarrow, no rocketpipe (checked)."""
+    python = python_without_rocketpipe(tmp_path_factory.mktemp("deploy-venv") / "venv")
+    env = spark_env(tmp_path_factory.mktemp("deploy-env"), str(python))
+    assert _imports(python, env, "pyspark, pyarrow, pandas, orjson").returncode == 0
+    for module in ("rocketpipe", "pyspark_rocketmq"):
+        r = _imports(python, env, module)
+        assert r.returncode != 0 and f"No module named '{module}'" in r.stderr, r.stderr
+    return python
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, python: Path) -> Iterator[Standalone]:
+    with standalone_cluster(tmp_path_factory.mktemp("deploy-spark"), python=str(python), cores=2, memory="1g") as sc:
+        yield sc
 
 
 def _rows(path: Path) -> dict[str, bytes]:
@@ -158,7 +192,9 @@ def _rows(path: Path) -> dict[str, bytes]:
     return dict(zip(ids, bodies, strict=True))
 
 
-def _submit(sc: Standalone, tmp_path: Path, pyfile: Path, ns: str, out: Path) -> subprocess.CompletedProcess[str]:
+def _submit(
+    sc: Standalone, tmp_path: Path, name: str, pyfile: Path, ns: str, out: Path
+) -> subprocess.CompletedProcess[str]:
     app = tmp_path / "app.py"
     app.write_text(APP)
     c1 = "-XX:TieredStopAtLevel=1"  # C1 only: a short application never pays back C2's compile time
@@ -171,42 +207,34 @@ def _submit(sc: Standalone, tmp_path: Path, pyfile: Path, ns: str, out: Path) ->
         "spark.executor.extraJavaOptions": c1,
         "spark.sql.streaming.stopTimeout": "10s",
     }
-    args = ["--name", APP_NAME, "--py-files", str(pyfile), "--driver-memory", "768m", "--executor-memory", "768m"]
+    args = ["--name", name, "--py-files", str(pyfile), "--driver-memory", "768m", "--executor-memory", "768m"]
     args += ["--total-executor-cores", "2", "--executor-cores", "2"]
     for k, v in conf.items():
         args += ["--conf", f"{k}={v}"]
     return sc.submit([*args, str(app), ns, TOPIC, str(out)], log=tmp_path / "submit.log", timeout=150)
 
 
-def test_spark_submit_py_files_on_a_standalone_cluster(tmp_path: Path, broker: str) -> None:
-    python = python_without_rocketpipe(tmp_path / "venv")
-    pyfile = build_zip(tmp_path / "rocketpipe.zip")
-    env = spark_env(tmp_path / "spark", str(python))
-    # The interpreter the cluster and the driver run has pyspark and pyarrow but no rocketpipe.
-    assert _imports(python, env, "pyspark, pyarrow, pandas, orjson").returncode == 0
-    for module in ("rocketpipe", "pyspark_rocketmq"):
-        r = _imports(python, env, module)
-        assert r.returncode != 0 and f"No module named '{module}'" in r.stderr, r.stderr
-
-    sent = _produce(broker)
-    assert len(sent) == MESSAGES
+@pytest.mark.parametrize("archive", ["rocketpipe.zip", "rocketpipe-0.1.0-py3-none-any.whl"])
+def test_spark_submit_py_files_on_a_standalone_cluster(
+    tmp_path: Path, archive: str, cluster: Standalone, broker: str, sent: dict[str, bytes]
+) -> None:
+    pyfile = build_archive(tmp_path / archive)
+    name = f"rocketpipe-deploy-{pyfile.suffix[1:]}"
     out = tmp_path / "out"
     out.mkdir()
-    with standalone_cluster(tmp_path / "spark", python=str(python), cores=2, memory="1g") as sc:
-        done = _submit(sc, tmp_path, pyfile, broker, out)
-        result_file = out / "result.json"
-        assert done.returncode == 0 and result_file.exists(), (
-            f"spark-submit exited with {done.returncode}:\n{done.stdout[-8000:]}\n{sc.logs()}"
-        )
-        apps = sc.state()["completedapps"]
-        assert [a["name"] for a in apps] == [APP_NAME], apps
-        assert [a["state"] for a in apps] == ["FINISHED"], apps
+    done = _submit(cluster, tmp_path, name, pyfile, broker, out)
+    result_file = out / "result.json"
+    assert done.returncode == 0 and result_file.exists(), (
+        f"spark-submit exited with {done.returncode}:\n{done.stdout[-8000:]}\n{cluster.logs()}"
+    )
+    apps = [a for a in cluster.state()["completedapps"] if a["name"] == name]
+    assert [a["state"] for a in apps] == ["FINISHED"], apps
 
     result = json.loads(result_file.read_text())
     assert "DATA_SOURCE_NOT_FOUND" in result["unregistered"], result
     # The driver and the executor imported rocketpipe from the shipped archive.
-    assert "rocketpipe.zip" in result["driver_rocketpipe"], result
-    assert "rocketpipe.zip" in result["executor_rocketpipe"], result
+    assert archive in result["driver_rocketpipe"], result
+    assert archive in result["executor_rocketpipe"], result
     assert result["executors"] == 1, result
     assert result["stream_exception"] == "None", result
     assert _rows(out / "batch") == sent

@@ -193,27 +193,47 @@ def register(spark: SparkSession) -> None:
     """Register ``format("rocketmq")`` in ``spark``, for rocketpipe shipped as ``--py-files``.
 
     Needed when rocketpipe is not installed in the Python of the driver and every executor but
-    comes with ``spark-submit --py-files rocketpipe.zip`` (or ``SparkContext.addPyFile``); call it
-    after the archive is added, before the first ``format("rocketmq")``. Harmless when rocketpipe
-    is installed. It does two things:
+    comes with ``spark-submit --py-files rocketpipe.zip`` (or a ``.whl``, or
+    ``SparkContext.addPyFile("rocketpipe.zip")``); call it after the archive is added, before the
+    first ``format("rocketmq")``. Harmless when rocketpipe is installed. It does three things:
 
+    * puts the ``.whl`` files of ``spark.submit.pyFiles`` among the SparkContext's Python
+      includes: PySpark adds only ``.zip``, ``.egg`` and ``.jar`` files there
+      (``SparkContext.PACKAGE_EXTENSIONS``), so a wheel reached the driver's own Python only;
     * ``spark.dataSource.register(RocketMQDataSource)``: Spark's automatic lookup of
       ``pyspark_*`` modules runs in a driver-side Python process whose path has no
       ``--py-files`` archive (``DATA_SOURCE_NOT_FOUND`` otherwise); a data source registered from
-      the driver's Python carries the archives' names, so the planning processes and the
-      executors' workers put them on their path;
-    * links each archive into ``<SparkFiles root>/streaming_job/``, where Spark's Python streaming
+      the driver's Python carries the includes, so the planning processes and the executors'
+      workers put them on their path;
+    * links each include into ``<SparkFiles root>/streaming_job/``, where Spark's Python streaming
       source process looks for them (without it a ``readStream`` fails with "No module named
       'rocketpipe'").
 
     With Spark Connect only the registration applies (there is no driver-side SparkContext).
     """
-    spark.dataSource.register(RocketMQDataSource)
     try:
         sc = spark.sparkContext
     except Exception:  # Spark Connect: no SparkContext, and no SparkFiles root of ours
+        sc = None
+    if sc is not None:
+        _include_wheels(sc)
+    spark.dataSource.register(RocketMQDataSource)
+    if sc is not None:
+        _link_includes_for_streaming(sc)
+
+
+def _include_wheels(sc: SparkContext) -> None:
+    from pyspark import SparkFiles
+
+    includes = sc._python_includes
+    if includes is None:
         return
-    _link_includes_for_streaming(sc)
+    root = Path(SparkFiles.getRootDirectory())
+    for path in (sc.getConf().get("spark.submit.pyFiles") or "").split(","):
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        # SparkContext's constructor copied every spark.submit.pyFiles entry into the root.
+        if name.lower().endswith(".whl") and name not in includes and (root / name).is_file():
+            includes.append(name)
 
 
 def _link_includes_for_streaming(sc: SparkContext) -> None:
