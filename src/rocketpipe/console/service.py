@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ..client import Admin, ClientConfig, Producer, SessionCredentials
 from ..client.admin import MessageTrack
 from ..client.trace import TraceView
-from ..errors import RocketMQError, TopicNotExistError
+from ..errors import BrokerError, RocketMQError, TopicNotExistError
 from ..protocol.message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_MAX_RECONSUME_TIMES,
@@ -353,7 +353,12 @@ class ConsoleService:
     async def producers(self, topic: str, group: str) -> list[tuple[str, str, str, int]]:
         """The producer clients of ``group`` connected to the brokers of ``topic``:
         (client id, address, language, version)."""
-        conns = await self.admin.examine_producer_connection_info(group, topic)
+        try:
+            conns = await self.admin.examine_producer_connection_info(group, topic)
+        except BrokerError as e:  # a broker that knows no producer of the group: "... not exist"
+            if "not exist" in str(e):
+                return []
+            raise
         return sorted({(c.client_id, c.client_addr, c.language, c.version) for c in conns})
 
     async def group_detail(self, group: str) -> GroupDetail:
@@ -459,8 +464,8 @@ class ConsoleService:
         return sorted(t for t in await self.admin.fetch_all_topic_list() if t.startswith(DLQ_PREFIX))
 
     async def unreadable_brokers(self, topic: str) -> list[str]:
-        """The brokers whose queues of ``topic`` lack the read permission (PermName 4). Apache
-        RocketMQ 4.x creates ``%DLQ%`` topics write-only (perm 2), so they cannot be browsed."""
+        """The brokers whose queues of ``topic`` lack the read permission (PermName 4): a
+        write-only ``%DLQ%`` topic (perm 2) cannot be browsed."""
         route = await self.admin.topic_route(topic)
         return sorted(qd.broker_name for qd in route.queue_datas if not qd.perm & PERM_READ)
 

@@ -143,6 +143,7 @@ def test_cluster_and_topic_pages_show_brokers_queues_and_offsets(env: Env, brows
     assert row.find_element(By.CSS_SELECTOR, "td.addr").text == env.cluster.broker_addr
     assert row.find_element(By.CSS_SELECTOR, "td.flush").text == "ASYNC_FLUSH"
     assert row.find_element(By.CSS_SELECTOR, "td.disk").text.endswith("%")
+    assert row.find_element(By.CSS_SELECTOR, "td.version").text.startswith("V")
     # the TPS chart polls /api/cluster (the brokers' put / get TPS) and draws what it got
     until(d, lambda d: d.find_element(By.ID, "tps-chart").get_attribute("data-last"), "the TPS chart's first read")
     shot(d, "cluster")
@@ -360,7 +361,7 @@ def test_dlq_message_is_resent_and_consumed(env: Env, browser: WebDriver) -> Non
         assert [s[:2] for s in seen] == [("poison pill", 0), ("poison pill", 1)]
         mode["fail"] = False
 
-        # as Apache 4.x creates it: write-only, so the page offers to make it readable first
+        # a write-only DLQ (perm 2) cannot be browsed: the page offers to make it readable first
         dlq = f"%DLQ%{group}"
         env.run(
             env.admin.create_and_update_topic_config(
