@@ -208,7 +208,11 @@ class Broker:
             tls=config.tls_server,
         )
         self.server.add_close_callback(self._on_channel_closed)
-        self._pool = ConnectionPool(ssl_context=config.tls_client.client_context() if config.tls_enable else None)
+        inner = config.inner_client_authentication_credentials  # signs the registrations (namesrv ACL)
+        self._pool = ConnectionPool(
+            ssl_context=config.tls_client.client_context() if config.tls_enable else None,
+            request_hook=None if inner is None else inner.sign,
+        )
         #: retention and disk-full checks (``CleanCommitLogService``), run by ``_clean_loop``
         self.clean_service = CleanCommitLogService(self.store, clock)
         # group commit syncs the commit log only; consume queues + checkpoint are _flush_loop's job

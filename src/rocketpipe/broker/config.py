@@ -3,8 +3,9 @@
 Names follow ``org.apache.rocketmq.common.BrokerConfig`` and, for the store-related keys the
 broker forwards to :class:`rocketpipe.store.StoreConfig`, ``MessageStoreConfig``. Durations
 keep Java's millisecond units (``*_ms`` / ``*_mills`` as in Java); the broker converts them to
-seconds where it waits on the event loop. Imports the stdlib, :mod:`rocketpipe.errors` and
-:mod:`rocketpipe.transport.tls` (the TLS settings' dataclasses).
+seconds where it waits on the event loop. Imports the stdlib, :mod:`rocketpipe.errors`,
+:mod:`rocketpipe.acl.signer` (``SessionCredentials``) and :mod:`rocketpipe.transport.tls` (the
+TLS settings' dataclasses).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
+from ..acl.signer import SessionCredentials
 from ..errors import InvalidArgumentError
 from ..transport.tls import TlsClientConfig as TlsClientConfig  # re-exported for the CLI
 from ..transport.tls import TlsServerConfig as TlsServerConfig  # re-exported for the CLI
@@ -135,6 +137,10 @@ class BrokerConfig:
             ``tls.enable``, read by ``BrokerOuterAPI``'s client). Default False.
         tls_client: the settings of those connections (``tls.client.*``,
             ``tls.test.mode.enable``); see :class:`rocketpipe.transport.TlsClientConfig`.
+        inner_client_authentication_credentials: the broker signs the requests it sends itself
+            (its registrations with the name servers) with these ACL credentials, for a name
+            server that checks ACL (``NameServer(acl_enable=True)``; they need ``admin: true``).
+            Java 5.3: ``innerClientAuthenticationCredentials``. None: unsigned.
 
     Raises:
         InvalidArgumentError: an invalid flush type, delay level string or negative period.
@@ -218,6 +224,7 @@ class BrokerConfig:
     tls_server: TlsServerConfig = field(default_factory=TlsServerConfig)
     tls_enable: bool = False
     tls_client: TlsClientConfig = field(default_factory=TlsClientConfig)
+    inner_client_authentication_credentials: SessionCredentials | None = None
 
     def __post_init__(self) -> None:
         if self.flush_disk_type not in ("ASYNC_FLUSH", "SYNC_FLUSH"):

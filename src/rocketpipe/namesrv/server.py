@@ -17,12 +17,19 @@ Commands served (remoting-protocol.md §3.1, §6.1):
   ``GET_KVLIST_BY_NAMESPACE`` (219), in memory only;
 * anything else: ``REQUEST_CODE_NOT_SUPPORTED``.
 
+ACL (rocketpipe; Java's name server checks none): with ``acl_enable`` the requests that change
+the name server's state (:data:`NAMESRV_ADMIN_CODES`: broker registration and unregistration,
+topic deletion, KV config writes, broker write permission) must be signed by an ``admin: true``
+account of ``acl_file`` (or come from a white-listed address); they are answered NO_PERMISSION
+otherwise and change nothing. Route and cluster queries stay open, as in Java. A broker signs its
+registrations with ``BrokerConfig.inner_client_authentication_credentials``.
+
 A broker's connection closing removes it at once (``BrokerHousekeepingService``). Connections
 are bounded as the broker's are (:class:`~rocketpipe.transport.limits.ServerLimits`: idle timeout,
 maximum connections, bytes held for incomplete frames, rate-limited warnings).
 Mirrors ``NamesrvController`` + ``DefaultRequestProcessor`` / ``ClientRequestProcessor``.
 
-Imports: stdlib asyncio, :mod:`rocketpipe.clock`, :mod:`rocketpipe.errors`,
+Imports: stdlib asyncio, :mod:`rocketpipe.acl`, :mod:`rocketpipe.clock`, :mod:`rocketpipe.errors`,
 :mod:`rocketpipe.protocol`, :mod:`rocketpipe.transport`, :mod:`.routes`. Never ``store``.
 """
 
@@ -33,7 +40,9 @@ import logging
 import zlib
 from typing import Final
 
+from ..acl import PlainPermissionManager
 from ..clock import SYSTEM_CLOCK, Clock
+from ..errors import InvalidArgumentError
 from ..protocol.bodies.register import DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper
 from ..protocol.bodies.route import KVTable
 from ..protocol.codes import VERSION_STANDARD_JSON_ROUTE, RequestCode, ResponseCode
@@ -58,7 +67,21 @@ from ..transport.limits import ServerLimits
 from ..transport.tls import TlsServerConfig
 from .routes import RouteTable
 
-__all__ = ["NameServer"]
+__all__ = ["NAMESRV_ADMIN_CODES", "NameServer"]
+
+#: The name-server requests that need an admin account when the name server checks ACL.
+NAMESRV_ADMIN_CODES: Final = frozenset(
+    {
+        RequestCode.REGISTER_BROKER,
+        RequestCode.UNREGISTER_BROKER,
+        RequestCode.DELETE_TOPIC_IN_NAMESRV,
+        RequestCode.REGISTER_TOPIC_IN_NAMESRV,
+        RequestCode.PUT_KV_CONFIG,
+        RequestCode.DELETE_KV_CONFIG,
+        RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+        RequestCode.ADD_WRITE_PERM_OF_BROKER,
+    }
+)
 
 log = logging.getLogger(__name__)
 
@@ -93,9 +116,14 @@ class NameServer:
             timeout 120 s as Java's ``serverChannelMaxIdleTimeSeconds``).
         tls_server: TLS of the listening port (Java's ``tls.server.*``: disabled / permissive /
             enforcing, see :class:`~rocketpipe.transport.TlsServerConfig`); None: disabled.
+        acl_enable: check :data:`NAMESRV_ADMIN_CODES` requests against ``acl_file`` (an
+            ``admin: true`` account's signature; rocketpipe only, Java's name server has no ACL).
+        acl_file: the plain_acl.yml path (needed with ``acl_enable``), reloaded when it changes.
 
     Raises:
-        InvalidArgumentError: ``tls_server`` names a certificate or key that cannot be loaded.
+        InvalidArgumentError: ``tls_server`` names a certificate or key that cannot be loaded;
+            ``acl_enable`` without ``acl_file``.
+        AclError: the ACL file is missing or malformed.
 
     Attributes:
         routes: the route table (inspect it in tests).
@@ -111,6 +139,8 @@ class NameServer:
         scan_interval_s: float = 5.0,
         limits: ServerLimits | None = None,
         tls_server: TlsServerConfig | None = None,
+        acl_enable: bool = False,
+        acl_file: str | None = None,
     ) -> None:
         self._clock = clock
         self._scan_interval_s = scan_interval_s
@@ -118,6 +148,13 @@ class NameServer:
         self._kv: dict[str, dict[str, str]] = {}
         self._router = Router()
         self._register_handlers()
+        #: the ACL rules when ``acl_enable`` (None otherwise)
+        self.acl: PlainPermissionManager | None = None
+        if acl_enable:
+            if not acl_file:
+                raise InvalidArgumentError("acl_enable needs acl_file")
+            self.acl = PlainPermissionManager(acl_file, admin_codes=NAMESRV_ADMIN_CODES)
+            self._router.guard = self._acl_guard
         self._server = RemotingServer(self._router, host, port, limits=limits, tls=tls_server)
         self._server.add_close_callback(self._on_connection_closed)
         self._runner: asyncio.Task[None] | None = None
@@ -194,6 +231,12 @@ class NameServer:
                     log.info("expired brokers removed addrs=%s", ",".join(removed))
             except Exception:
                 log.exception("broker expiry scan failed")
+
+    def _acl_guard(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        """Router guard: admin-only requests are checked, the others pass (one set lookup)."""
+        if cmd.code not in NAMESRV_ADMIN_CODES or self.acl is None:
+            return None
+        return self.acl.guard(cmd, conn)
 
     def _on_connection_closed(self, conn: Connection) -> None:
         removed = self.routes.on_channel_closed(conn)

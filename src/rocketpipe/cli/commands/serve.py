@@ -18,6 +18,9 @@ warning line.
 registrations go over TLS with ``--use-tls`` and the ``--tls-client-*`` options; when the name
 server runs here in ``enforcing`` mode they use TLS on their own, without certificate checks
 (the connection goes to an address of this machine and never leaves it).
+``--namesrv-acl-enable`` makes the name server check its admin-only requests against
+``--acl-file`` (rocketpipe only); the broker then signs its registrations with
+``--inner-client-access-key`` / ``--inner-client-secret-key``.
 
 Imports: the public API of :mod:`rocketpipe.broker`, :mod:`rocketpipe.namesrv` and :mod:`rocketpipe.acl`,
 :mod:`rocketpipe.store` (``StoreConfig`` checks ``--delete-when``), :mod:`rocketpipe.transport.limits`.
@@ -157,6 +160,7 @@ async def run_servers(
     limits: ServerLimits,
     metrics_port: int | None = None,
     tls_server: TlsServerConfig | None = None,
+    namesrv_acl_file: str | None = None,
 ) -> None:
     """Start the requested servers, print and log their addresses, run until a stop signal.
 
@@ -171,6 +175,8 @@ async def run_servers(
             ``http://host:metrics_port/metrics`` (0 = any free port), or None for none.
         tls_server: TLS of the name server's port (the broker's is in ``broker_config``), or
             None (plain).
+        namesrv_acl_file: the name server checks its admin-only requests against this
+            plain_acl.yml (None: no ACL on the name server).
 
     Raises:
         RocketMQError: a server failed to start.
@@ -182,7 +188,10 @@ async def run_servers(
             if namesrv_port is not None:
                 from rocketpipe.namesrv import NameServer
 
-                namesrv = NameServer(host=host, port=namesrv_port, limits=limits, tls_server=tls_server)
+                namesrv = NameServer(
+                    host=host, port=namesrv_port, limits=limits, tls_server=tls_server,
+                    acl_enable=namesrv_acl_file is not None, acl_file=namesrv_acl_file,
+                )  # fmt: skip
                 namesrv_addr = await namesrv.start()
                 stack.push_async_callback(namesrv.close)
                 console.print(f"rocketpipe: name server listening on {namesrv_addr}")
@@ -203,7 +212,10 @@ async def run_servers(
                     broker if broker_config is not None else None,
                 )  # fmt: skip
                 console.print(f"rocketpipe: Prometheus metrics on http://{address}/metrics")
-            log.info("%s", _start_line(namesrv_addr, broker_addr, broker_config, limits, tls_server))
+            line = _start_line(namesrv_addr, broker_addr, broker_config, limits, tls_server)
+            if namesrv_port is not None:
+                line += f" namesrvAclEnable={str(namesrv_acl_file is not None).lower()}"
+            log.info("%s", line)
             console.print("rocketpipe: ready; Ctrl-C stops")
             await stop.wait()
             console.print("rocketpipe: stopping")
@@ -245,18 +257,27 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _check_acl(acl_enable: bool, acl_file: Path | None, namesrv_only: bool) -> str | None:
+def _check_acl(
+    acl_enable: bool,
+    acl_file: Path | None,
+    namesrv_only: bool,
+    namesrv_acl_enable: bool = False,
+    broker_only: bool = False,
+) -> str | None:
     """Validate the ACL flags and the file (usage errors exit 2); return the file path or None."""
-    if acl_file is not None and not acl_enable:
-        raise fail("--acl-file needs --acl-enable", EXIT_USAGE)
-    if not acl_enable:
+    if acl_file is not None and not acl_enable and not namesrv_acl_enable:
+        raise fail("--acl-file needs --acl-enable (or --namesrv-acl-enable)", EXIT_USAGE)
+    if not acl_enable and not namesrv_acl_enable:
         return None
-    if namesrv_only:
+    if acl_enable and namesrv_only:
         raise fail("--acl-enable applies to the broker; it cannot be used with --namesrv-only", EXIT_USAGE)
+    if namesrv_acl_enable and broker_only:
+        raise fail("--namesrv-acl-enable applies to the name server; it cannot be used with --broker-only", EXIT_USAGE)
     if acl_file is None:
         home = os.environ.get("ROCKETMQ_HOME")
         if not home:
-            raise fail("--acl-enable needs --acl-file PATH (or $ROCKETMQ_HOME/conf/plain_acl.yml)", EXIT_USAGE)
+            flag = "--acl-enable" if acl_enable else "--namesrv-acl-enable"
+            raise fail(f"{flag} needs --acl-file PATH (or $ROCKETMQ_HOME/conf/plain_acl.yml)", EXIT_USAGE)
         acl_file = Path(home) / "conf" / "plain_acl.yml"
     from rocketpipe.acl import AclError, load_acl_file
 
@@ -494,6 +515,32 @@ def serve(
             help="Client certificates (tls.server.need.client.auth): none, optional or require (mutual TLS; needs --tls-server-trust-cert).",
         ),
     ] = ClientAuthChoice.NONE,
+    namesrv_acl_enable: Annotated[
+        bool,
+        typer.Option(
+            "--namesrv-acl-enable",
+            help="The name server refuses broker (un)registration, topic deletion and KV writes not signed by an admin account of --acl-file (rocketpipe only; Java's name server checks no ACL).",
+        ),
+    ] = False,
+    inner_client_access_key: Annotated[
+        str | None,
+        typer.Option(
+            "--inner-client-access-key",
+            envvar="ROCKETMQ_INNER_ACCESS_KEY",
+            metavar="AK",
+            help="The broker signs its registrations with this admin accessKey (innerClientAuthenticationCredentials), for a name server with ACL.",
+        ),
+    ] = None,
+    inner_client_secret_key: Annotated[
+        str | None,
+        typer.Option(
+            "--inner-client-secret-key",
+            envvar="ROCKETMQ_INNER_SECRET_KEY",
+            metavar="SK",
+            help="secretKey of --inner-client-access-key (prefer the environment variable).",
+            show_envvar=True,
+        ),
+    ] = None,
     use_tls: UseTlsOption = False,
     tls_client_trust_cert: TlsClientTrustCertOption = None,
     tls_client_cert: TlsClientCertOption = None,
@@ -541,7 +588,22 @@ def serve(
     except InvalidArgumentError as exc:
         raise fail(f"--delete-when: {exc}", EXIT_USAGE) from None
 
-    acl_path = _check_acl(acl_enable, acl_file, namesrv_only)
+    acl_path = _check_acl(acl_enable, acl_file, namesrv_only, namesrv_acl_enable, broker_only)
+    inner = None
+    if inner_client_access_key or inner_client_secret_key:
+        if not inner_client_access_key or not inner_client_secret_key:
+            raise fail("--inner-client-access-key and --inner-client-secret-key go together", EXIT_USAGE)
+        if namesrv_only:
+            raise fail("--inner-client-access-key applies to the broker; not with --namesrv-only", EXIT_USAGE)
+        from rocketpipe.acl import SessionCredentials
+
+        inner = SessionCredentials(inner_client_access_key, inner_client_secret_key)
+    elif namesrv_acl_enable and not namesrv_only:
+        raise fail(
+            "--namesrv-acl-enable with a broker here needs --inner-client-access-key/--inner-client-secret-key "
+            "(an admin account of --acl-file) to sign its registrations",
+            EXIT_USAGE,
+        )
     tls_server = _check_tls_server(
         tls_server_mode, tls_server_cert, tls_server_key, tls_server_key_password,
         tls_server_trust_cert, tls_server_need_client_auth,
@@ -563,6 +625,8 @@ def serve(
         # the name server is at an address of this machine: the registrations never leave it
         tls_client = TlsClientConfig(test_mode_enable=True)
     tls_extra: dict[str, object] = {}
+    if inner is not None:
+        tls_extra["inner_client_authentication_credentials"] = inner
     if tls_server is not None:
         tls_extra["tls_server"] = tls_server
     if tls_client is not None:
@@ -591,7 +655,7 @@ def serve(
             transaction_timeout=transaction_timeout,
             transaction_check_max=transaction_check_max,
             acl_enable=acl_enable,
-            acl_file=acl_path,
+            acl_file=acl_path if acl_enable else None,
             **tls_extra,  # type: ignore[arg-type]
         )
     try:
@@ -621,6 +685,7 @@ def serve(
                 limits=limits,
                 metrics_port=metrics_port,
                 tls_server=tls_server,
+                namesrv_acl_file=acl_path if namesrv_acl_enable else None,
             )
         )
     except OSError as exc:
