@@ -124,7 +124,7 @@ def create_app(settings: ConsoleSettings) -> Starlette:
         return page(request, "cluster.html", brokers=await svc().brokers(), nav="cluster")
 
     async def api_cluster(request: Request) -> Response:
-        rows = await svc().brokers()
+        rows = await svc().brokers(with_config=False)
         return JSONResponse(
             {
                 "time_ms": int(time.time() * 1000),

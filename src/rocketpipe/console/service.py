@@ -264,8 +264,9 @@ class ConsoleService:
 
     # ------------------------------------------------------------------ cluster
 
-    async def brokers(self) -> list[BrokerRow]:
-        """Every broker the name server knows, with its runtime info and config (asked in parallel)."""
+    async def brokers(self, with_config: bool = True) -> list[BrokerRow]:
+        """Every broker the name server knows, with its runtime info and (``with_config``) its
+        config, asked in parallel."""
         info = await self.admin.examine_broker_cluster_info()
         rows: list[BrokerRow] = []
         for cluster, names in sorted(info.cluster_addr_table.items()):
@@ -281,6 +282,8 @@ class ConsoleService:
                 row.runtime = await self.admin.fetch_broker_runtime_stats(row.addr)
             except RocketMQError as e:
                 row.error = _err(e)
+                return
+            if not with_config:
                 return
             try:
                 row.config = await self.admin.get_broker_config(row.addr)
@@ -440,8 +443,8 @@ class ConsoleService:
         for mq in await self.admin.topic_queues(topic):
             start = await self.admin.search_offset(mq, begin_ms)
             stop = await self.admin.max_offset(mq)
-            offset = start
-            while offset < stop and sum(1 for v in out if v.msg.queue_id == mq.queue_id) < per_queue:
+            offset, taken = start, 0
+            while offset < stop and taken < per_queue:
                 raw = await self.admin.pull_raw(mq, offset, min(32, stop - offset))
                 if not raw.body:
                     break
@@ -449,8 +452,9 @@ class ConsoleService:
                 if not msgs:
                     break
                 for m in msgs:
-                    if begin_ms <= m.store_timestamp <= end_ms:
+                    if begin_ms <= m.store_timestamp <= end_ms and taken < per_queue:
                         out.append(MessageView.of(m))
+                        taken += 1
                 offset = raw.next_begin_offset
                 if msgs[-1].store_timestamp > end_ms:
                     break

@@ -21,6 +21,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from rocketpipe.cli.loop_thread import LoopThread
@@ -416,6 +417,15 @@ def test_read_only_console_refuses_writes(env: Env, browser: WebDriver) -> None:
     d.find_element(By.ID, "delete-topic-btn").click()
     until(d, lambda d: d.find_elements(By.ID, "error"), "the refusal")
     assert "KeptTopic" in env.run(env.admin.fetch_all_topic_list())
+
+    # the console with --allow-writes deletes it (after the browser's confirm dialog)
+    d.get(env.rw.url + "/topics/KeptTopic")
+    d.find_element(By.ID, "delete-topic-btn").click()
+    until(d, EC.alert_is_present(), "the confirm dialog")
+    d.switch_to.alert.accept()
+    until(d, lambda d: d.find_elements(By.ID, "done"), "the deletion")
+    assert env.cluster.broker_addr in text_of(d, "#done")
+    assert "KeptTopic" not in env.run(env.admin.fetch_all_topic_list())
 
 
 def test_producers_page_lists_the_producer(env: Env, browser: WebDriver) -> None:
