@@ -177,6 +177,7 @@ def create_app(settings: ConsoleSettings) -> Starlette:
         name = request.path_params["group"]
         detail = await svc().group_detail(name)
         now = int(time.time() * 1000)
+        modes, modes_error = await svc().request_modes(name)
         topics = [r.topic for r in detail.lag_rows] + [s[0] for s in detail.subscriptions]
         default_topic = next((t for t in topics if not t.startswith(RETRY_PREFIX)), "")
         return page(
@@ -184,6 +185,8 @@ def create_app(settings: ConsoleSettings) -> Starlette:
             "group.html",
             g=detail,
             default_topic=default_topic,
+            modes=modes,
+            modes_error=modes_error,
             default_time=_input_time(now - 3600_000),
             nav="groups",
         )
@@ -195,6 +198,20 @@ def create_app(settings: ConsoleSettings) -> Starlette:
         new = await svc().reset_offset(name, str(form.get("topic", "")), ts)
         rows = sorted((mq.broker_name, mq.queue_id, off) for mq, off in new.items())
         return page(request, "reset.html", group=name, topic=form.get("topic"), time_ms=ts, rows=rows, nav="groups")
+
+    async def consume_mode(request: Request) -> Response:
+        name = request.path_params["group"]
+        form = await _form(request)
+        topic_name, mode = form.get("topic", "").strip(), form.get("mode", "PULL")
+        addrs = await svc().set_consume_mode(name, topic_name, mode, int(form.get("pop_share_queue_num") or 0))
+        return page(
+            request,
+            "done.html",
+            title="Consume mode set",
+            message=f"{name} consumes {topic_name} in {mode} mode on {', '.join(addrs)}",
+            link=f"/groups/{quote(name, safe='')}",
+            nav="groups",
+        )
 
     # ------------------------------------------------------------------ messages
 
@@ -322,6 +339,7 @@ def create_app(settings: ConsoleSettings) -> Starlette:
         Route("/groups", groups),
         Route("/groups/{group}", group),
         Route("/groups/{group}/reset", write(reset_offset), methods=["POST"]),
+        Route("/groups/{group}/mode", write(consume_mode), methods=["POST"]),
         Route("/producers", producers),
         Route("/messages", messages),
         Route("/messages/view/{offset_msg_id}", view_message),

@@ -18,6 +18,9 @@ from ..client import Admin, ClientConfig, Producer, SessionCredentials
 from ..client.admin import MessageTrack
 from ..client.trace import TraceView
 from ..errors import BrokerError, RocketMQError, TopicNotExistError
+from ..protocol.bodies.assignment import MessageRequestModeSerializeWrapper
+from ..protocol.codes import RequestCode, ResponseCode
+from ..protocol.command import RemotingCommand
 from ..protocol.message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_MAX_RECONSUME_TIMES,
@@ -388,6 +391,36 @@ class ConsoleService:
         except RocketMQError as e:
             detail.lag_error = _err(e)
         return detail
+
+    async def request_modes(self, group: str) -> tuple[list[tuple[str, str, int, str]], str | None]:
+        """The 5.x consume (request) modes set for ``group``: (topic, PULL / POP, pop share
+        queue num, broker address) per master that has one, read with
+        GET_ALL_MESSAGE_REQUEST_MODE; a topic without an entry is consumed in PULL mode.
+        Also the error of a broker that cannot tell (Apache 4.x), else None."""
+        info = await self.admin.examine_broker_cluster_info()
+        masters = sorted(a for bd in info.broker_addr_table.values() for bid, a in bd.broker_addrs.items() if bid == 0)
+        rows: list[tuple[str, str, int, str]] = []
+        error: str | None = None
+        for addr in masters:
+            cmd = RemotingCommand.request(RequestCode.GET_ALL_MESSAGE_REQUEST_MODE)
+            try:
+                resp = await self.admin.runtime.pool.request(addr, cmd, self.settings.request_timeout)
+            except RocketMQError as e:
+                error = _err(e)
+                continue
+            if resp.code != ResponseCode.SUCCESS:
+                error = f"{addr}: code {resp.code} {resp.remark or ''}".strip()
+                continue
+            table = MessageRequestModeSerializeWrapper.decode(bytes(resp.body or b"{}"))
+            for topic, groups in table.message_request_mode_map.items():
+                if (body := groups.get(group)) is not None:
+                    rows.append((topic, body.mode.value, body.pop_share_queue_num, addr))
+        return sorted(rows), error
+
+    async def set_consume_mode(self, group: str, topic: str, mode: str, pop_share_queue_num: int) -> list[str]:
+        """Set how ``group`` consumes ``topic``: ``PULL`` or ``POP`` (``mqadmin setConsumeMode``,
+        5.x brokers). Returns the broker addresses that took it."""
+        return await self.admin.set_message_request_mode(topic, group, mode, pop_share_queue_num)
 
     async def reset_offset(self, group: str, topic: str, timestamp_ms: int) -> dict[MessageQueue, int]:
         """Move ``group``'s offsets on ``topic`` to the first message stored at or after

@@ -277,6 +277,16 @@ def test_group_page_shows_members_and_lag_then_resets_offset(env: Env, browser: 
     d.get(env.rw.url + f"/groups/{group}")
     assert int(text_of(d, "#total-lag")) == 16
 
+    # consume mode (5.x SET_MESSAGE_REQUEST_MODE), read back with GET_ALL_MESSAGE_REQUEST_MODE
+    assert d.find_elements(By.CSS_SELECTOR, "#modes tr.mode-row") == []
+    Select(d.find_element(By.ID, "mode-select")).select_by_value("POP")
+    d.find_element(By.ID, "mode-btn").click()
+    until(d, lambda d: d.find_elements(By.ID, "done-link"), "the mode change")
+    d.find_element(By.ID, "done-link").click()
+    until(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#modes tr.mode-row"), "the mode table")
+    rows = [r.text for r in d.find_elements(By.CSS_SELECTOR, "#modes tr.mode-row")]
+    assert rows == [f"{topic} POP 0 {env.cluster.broker_addr}"]
+
 
 async def _lag_is(env: Env, group: str, topic: str, want: tuple[int, int]) -> bool:
     return await _lag(env, group, topic) == want
