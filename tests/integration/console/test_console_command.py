@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from rocketpipe.cli.commands.console import is_loopback
 from rocketpipe.cli.loop_thread import LoopThread
 from rocketpipe.testing.cluster import LocalCluster, local_cluster
 
@@ -89,3 +90,14 @@ def test_console_command_needs_both_acl_keys(cluster: LocalCluster) -> None:
     )
     assert done.returncode == 2
     assert "--secret-key" in done.stdout + done.stderr
+
+
+def test_is_loopback() -> None:
+    assert [is_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "10.1.2.3", "console.example")] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import signal
 from typing import TYPE_CHECKING, Annotated
 
@@ -30,6 +31,16 @@ out = Console(highlight=False, soft_wrap=True)
 DEFAULT_NAMESRV = "127.0.0.1:9876"
 
 
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 async def run_console(
     host: str, port: int, namesrv: str, allow_writes: bool, credentials: SessionCredentials | None
 ) -> None:
@@ -39,6 +50,11 @@ async def run_console(
     handle = await start_console(host, port, namesrv, allow_writes=allow_writes, credentials=credentials)
     mode = "writes allowed" if allow_writes else "read-only"
     out.print(f"rocketpipe console for {namesrv} on [bold]{handle.url}[/] ({mode}); Ctrl-C stops it")
+    if not is_loopback(host):
+        out.print(
+            f"[yellow]warning:[/] the console has no login and listens on {host}: anyone who can reach it "
+            "sees the cluster" + (" and can change it" if allow_writes else "")
+        )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
