@@ -6,9 +6,10 @@ time whose only packages are the main venv's site-packages, added as a plain pat
 editable install's ``.pth`` is not processed. rocketpipe reaches the driver, the driver-side
 planning processes, the streaming source process and the executors in ``--py-files`` only, once
 as ``rocketpipe.zip`` and once as a pure-Python wheel (the sources of ``src/rocketpipe`` and
-``src/pyspark_rocketmq``, zipped here); both runs share one cluster. The application reads a topic of the embedded broker with a streaming ``Trigger.AvailableNow``
-query into a Parquet file sink and with a batch read; both must return exactly the messages
-produced. docs/spark-deployment.md describes what Spark does with ``--py-files``.
+``src/pyspark_rocketmq``, zipped here); both runs share one cluster. The application reads a
+topic of the embedded broker with a streaming ``Trigger.AvailableNow`` query into a Parquet file
+sink and with a batch read; both must return exactly the messages produced.
+docs/spark-deployment.md describes what Spark does with ``--py-files``.
 """
 
 from __future__ import annotations
@@ -37,13 +38,15 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 TOPIC = "DeployTopic"
 MESSAGES = 300
 
-# The application spark-submit runs. Argument: the name server, the topic, the output directory.
+# The application spark-submit runs. Arguments: the name server, the topic, the output directory,
+# the prefix of the topics its sink writes to ("<prefix>Batch" by df.write, "<prefix>Stream" by
+# df.writeStream).
 APP = textwrap.dedent(
     """
     import json, sys
     from pyspark.sql import SparkSession
 
-    ns, topic, out = sys.argv[1:4]
+    ns, topic, out, copies = sys.argv[1:5]
     spark = SparkSession.builder.getOrCreate()  # named by spark-submit --name
     result = {}
 
@@ -76,6 +79,21 @@ APP = textwrap.dedent(
     )
     query.awaitTermination()
     result["stream_exception"] = str(query.exception())
+
+    # The sink, batch and streaming: copy the topic's bodies to two more topics, read them back.
+    (load().select("body").write.format("rocketmq")
+     .option("nameServer", ns).option("topic", copies + "Batch").mode("append").save())
+    sink = (
+        load(stream=True).select("body").writeStream.format("rocketmq")
+        .option("nameServer", ns).option("topic", copies + "Stream")
+        .option("checkpointLocation", out + "/sink-checkpoint").trigger(availableNow=True).start()
+    )
+    sink.awaitTermination()
+    result["sink_exception"] = str(sink.exception())
+    for kind in ("Batch", "Stream"):
+        rows = (spark.read.format("rocketmq").option("nameServer", ns).option("topic", copies + kind).load()
+                .select("body").collect())
+        result["sink_" + kind] = sorted(bytes(r.body).decode() for r in rows)
     result["executors"] = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
     with open(out + "/result.json", "w") as f:
         json.dump(result, f)
@@ -211,7 +229,14 @@ def _submit(
     args += ["--total-executor-cores", "2", "--executor-cores", "2"]
     for k, v in conf.items():
         args += ["--conf", f"{k}={v}"]
-    return sc.submit([*args, str(app), ns, TOPIC, str(out)], log=tmp_path / "submit.log", timeout=150)
+    copies = "Copy" + pyfile.suffix[1:]
+    admin = SyncAdmin(namesrv_addr=ns)
+    try:
+        for kind in ("Batch", "Stream"):
+            admin.create_topic(copies + kind, 2)
+    finally:
+        admin.close()
+    return sc.submit([*args, str(app), ns, TOPIC, str(out), copies], log=tmp_path / "submit.log", timeout=150)
 
 
 @pytest.mark.parametrize("archive", ["rocketpipe.zip", "rocketpipe-0.1.0-py3-none-any.whl"])
@@ -239,3 +264,8 @@ def test_spark_submit_py_files_on_a_standalone_cluster(
     assert result["stream_exception"] == "None", result
     assert _rows(out / "batch") == sent
     assert _rows(out / "stream") == sent
+    # What the sink wrote, read back: every body once per sink.
+    assert result["sink_exception"] == "None", result
+    bodies = sorted(b.decode() for b in sent.values())
+    assert result["sink_Batch"] == bodies
+    assert result["sink_Stream"] == bodies
