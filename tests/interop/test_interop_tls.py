@@ -6,7 +6,9 @@
   plain rocketpipe client is refused;
 * the official Java clients 5.3.3 / 4.9.8 with ``-Dtls.enable=true`` (verifying our CA:
   ``tls.test.mode.enable=false``, ``tls.client.authServer=true``) produce on rocketpipe's name
-  server and broker in ``enforcing`` mode; in test mode (no verification) too.
+  server and broker in ``enforcing`` mode; in test mode (no verification) too; and with a client
+  certificate (``tls.client.certPath`` / ``keyPath``) when rocketpipe requires one
+  (``need_client_auth="require"``).
 """
 
 from __future__ import annotations
@@ -99,31 +101,37 @@ async def test_rocketpipe_client_over_tls_to_apache_enforcing(apache_tls: Apache
             await admin.topic_queues(topic)
 
 
-@pytest.mark.parametrize("verify", [True, False], ids=["verifying", "test-mode"])
+@pytest.mark.parametrize("mode", ["verifying", "test-mode", "mutual"])
 async def test_java_client_over_tls_to_rocketpipe_enforcing(
-    java_client: JavaClient, pki: Pki, tmp_path: Path, verify: bool
+    java_client: JavaClient, pki: Pki, tmp_path: Path, mode: str
 ) -> None:
-    enforcing = TlsServerConfig(mode="enforcing", cert_path=pki.server_cert, key_path=pki.server_key)
+    mutual = mode == "mutual"
+    enforcing = TlsServerConfig(
+        mode="enforcing", cert_path=pki.server_cert, key_path=pki.server_key,
+        trust_cert_path=pki.ca if mutual else None, need_client_auth="require" if mutual else "none",
+    )  # fmt: skip
+    client_cert = {"cert_path": pki.client_cert, "key_path": pki.client_key} if mutual else {}
     async with local_cluster(
         tmp_path / "store",
         namesrv_tls=enforcing,
         tls_server=enforcing,
         tls_enable=True,
-        tls_client=TlsClientConfig(trust_cert_path=pki.ca),
+        tls_client=TlsClientConfig(trust_cert_path=pki.ca, **client_cert),
     ) as cluster:
         topic, n = unique("JavaTls"), 4
-        config = ClientConfig(namesrv_addr=cluster.namesrv_addr, use_tls=True, tls_client_trust_cert_path=pki.ca)
+        config = ClientConfig(
+            namesrv_addr=cluster.namesrv_addr, use_tls=True, tls_client_trust_cert_path=pki.ca,
+            tls_client_cert_path=client_cert.get("cert_path"), tls_client_key_path=client_cert.get("key_path"),
+        )  # fmt: skip
         async with Admin(config=config) as admin:
             await create_topic(admin, topic, 2)
-        props = (
-            java_verifying_props(pki, java_client.home)
-            if verify
-            else {
-                "tls.enable": "true",
-                "tls.test.mode.enable": "true",
-                "tls.config.file": str(java_client.home / "no-tls.properties"),
-            }
-        )
+        no_file = str(java_client.home / "no-tls.properties")
+        if mode == "test-mode":
+            props = {"tls.enable": "true", "tls.test.mode.enable": "true", "tls.config.file": no_file}
+        else:
+            props = java_verifying_props(pki, java_client.home)
+        if mutual:
+            props |= {"tls.client.certPath": pki.client_cert, "tls.client.keyPath": pki.client_key}
         res = await java_client.run(
             "ProducerScenario", cluster.namesrv_addr, topic, unique("jpg"), str(n), jvm_props=props, timeout=120
         )
@@ -136,3 +144,12 @@ async def test_java_client_over_tls_to_rocketpipe_enforcing(
         async with Admin(config=config) as admin:
             stored = sum([await admin.max_offset(mq) for mq in await admin.topic_queues(topic)])
         assert stored >= 3 * n  # sync + async + batch (+ oneway, delay and big)
+        if mutual:  # the same Java client without its certificate is refused
+            props = java_verifying_props(pki, java_client.home)
+            try:
+                res = await java_client.run(
+                    "ProducerScenario", cluster.namesrv_addr, topic, unique("jpg"), "1", jvm_props=props, timeout=120
+                )
+            except AssertionError as exc:
+                res = {"ok": False, "error": str(exc)}
+            assert not res["ok"]
