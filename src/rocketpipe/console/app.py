@@ -109,7 +109,8 @@ def create_app(settings: ConsoleSettings) -> Starlette:
                     message="Write actions are disabled: start the console with --allow-writes.",
                 )
             origin = request.headers.get("origin")
-            if origin and origin != "null" and urlsplit(origin).netloc != request.headers.get("host"):
+            # a browser sends Origin with every form POST; "null" (sandboxed frames, files) is refused too
+            if origin and urlsplit(origin).netloc != request.headers.get("host"):
                 return page(request, "error.html", 403, title="Refused", message=f"cross-site request from {origin}")
             return await handler(request)
 

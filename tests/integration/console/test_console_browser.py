@@ -182,7 +182,9 @@ def test_cluster_and_topic_pages_show_brokers_queues_and_offsets(env: Env, brows
 
     # the topics list links to it
     d.get(env.rw.url + "/topics")
-    assert "ConsoleTopic" in [a.text for a in d.find_elements(By.CSS_SELECTOR, "a.topic-link")]
+    next(a for a in d.find_elements(By.CSS_SELECTOR, "a.topic-link") if a.text == "ConsoleTopic").click()
+    until(d, lambda d: d.find_elements(By.ID, "topic-name"), "the topic page from the list")
+    assert text_of(d, "#topic-name") == "ConsoleTopic" and text_of(d, "#total-messages") == "7"
 
 
 async def _routed(env: Env, topic: str, queues: int) -> bool:

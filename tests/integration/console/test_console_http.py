@@ -49,6 +49,10 @@ async def test_cross_site_post_and_bad_input_are_refused(tmp_path: Path) -> None
                     "/topics", data={"topic": "Evil", "queues": "1"}, headers={"Origin": "http://evil.example"}
                 )
                 assert evil.status_code == 403 and "cross-site" in evil.text
+                sandboxed = await http.post(
+                    "/topics", data={"topic": "Evil", "queues": "1"}, headers={"Origin": "null"}
+                )
+                assert sandboxed.status_code == 403
                 same = await http.post("/topics", data={"topic": "Fine", "queues": "1"}, headers={"Origin": h.url})
                 assert same.status_code == 303
                 bad = await http.post("/topics", data={"topic": "Bad", "queues": "many"})
