@@ -42,6 +42,8 @@ BODY_PREVIEW_BYTES = 512
 """Bytes of a message body shown in a list (the message page shows up to 64 KiB)."""
 MAX_BROWSE = 64
 """Messages at most per queue when browsing a time range (and per broker for a key search)."""
+OVERVIEW_PARALLEL = 8
+"""Groups asked at a time for the groups page (each costs 2 requests or more)."""
 # properties the broker or the consumer's send-back set; a resent copy starts clean
 _RESEND_DROPPED = frozenset(
     {
@@ -353,8 +355,15 @@ class ConsoleService:
         )
 
     async def group_overview(self) -> list[GroupDetail]:
-        """Every group of :meth:`groups` with its members, consume mode and lag (asked in parallel)."""
-        return list(await asyncio.gather(*(self.group_detail(g) for g in await self.groups())))
+        """Every group of :meth:`groups` with its members, consume mode and lag (asked for
+        :data:`OVERVIEW_PARALLEL` groups at a time)."""
+        gate = asyncio.Semaphore(OVERVIEW_PARALLEL)
+
+        async def one(group: str) -> GroupDetail:
+            async with gate:
+                return await self.group_detail(group)
+
+        return list(await asyncio.gather(*(one(g) for g in await self.groups())))
 
     async def producers(self, topic: str, group: str) -> list[tuple[str, str, str, int]]:
         """The producer clients of ``group`` connected to the brokers of ``topic``:
