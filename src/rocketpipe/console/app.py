@@ -224,9 +224,13 @@ def create_app(settings: ConsoleSettings) -> Starlette:
         topic_name = (qp.get("topic") or "").strip()
         mode = qp.get("mode", "key")
         found = None
+        note = None
         if topic_name:
             if mode == "id":
-                found = [await svc().search_by_id(topic_name, (qp.get("msg_id") or "").strip())]
+                try:
+                    found = [await svc().search_by_id(topic_name, (qp.get("msg_id") or "").strip())]
+                except RocketMQError as e:  # nothing under that id: an empty result, with the reason
+                    found, note = [], str(e)
             elif mode == "time":
                 found = await svc().browse(topic_name, begin, end)
             else:
@@ -235,6 +239,7 @@ def create_app(settings: ConsoleSettings) -> Starlette:
             request,
             "messages.html",
             found=found,
+            note=note,
             topic=topic_name,
             mode=mode,
             key=qp.get("key", ""),

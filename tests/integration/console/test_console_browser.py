@@ -326,6 +326,8 @@ def test_key_search_finds_the_message(env: Env, browser: WebDriver) -> None:
     # by msg id too
     d.get(env.rw.url + f"/messages?topic=SearchTopic&mode=id&msg_id={sent.msg_id}")
     assert [e.text for e in d.find_elements(By.CSS_SELECTOR, "#results td.body")] == ["the answer is 42"]
+    d.get(env.rw.url + "/messages?topic=SearchTopic&mode=id&msg_id=00000000000000000000000000000000")
+    assert d.find_elements(By.ID, "no-message") and "no message" in text_of(d, "#search-note")
 
 
 def test_dlq_message_is_resent_and_consumed(env: Env, browser: WebDriver) -> None:
