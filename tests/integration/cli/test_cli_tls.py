@@ -14,6 +14,7 @@ from integration.transport.test_tls_pki import KEY_PASSWORD, Pki, make_pki
 from rocketpipe.cli.errors import EXIT_USAGE
 from rocketpipe.cli.main import app
 from rocketpipe.testing.serve_process import ServeProcess, serve_process
+from waiting import wait_until_sync
 
 runner = CliRunner()
 
@@ -117,3 +118,18 @@ def test_client_tls_usage_errors(pki: Pki, tmp_path: Path) -> None:
     )
     assert result.exit_code == EXIT_USAGE
     assert "no such file" in " ".join(result.output.split())
+
+
+def test_broker_only_registers_over_tls_with_use_tls(served: ServeProcess, pki: Pki, tmp_path: Path) -> None:
+    flags = (*server_flags(pki), "--use-tls", "--tls-client-trust-cert", pki.ca)
+    with serve_process(
+        tmp_path / "store-b", namesrv_addr=served.namesrv_addr, broker_name="broker-b", extra_args=flags
+    ):
+        tls = ["--namesrv", served.namesrv_addr, "--use-tls", "--tls-client-trust-cert", pki.ca]
+        created = runner.invoke(app, ["topic", "create", "two-brokers", "--queues", "1", *tls])
+        assert created.exit_code == 0, created.output
+
+        def both_routed() -> bool:  # broker-b registered over verified TLS
+            return "2 queue(s)" in runner.invoke(app, ["topic", "stats", "two-brokers", *tls]).output
+
+        wait_until_sync(both_routed, timeout=30, what="both brokers in the route")
