@@ -165,6 +165,21 @@ def create_app(settings: ConsoleSettings) -> Starlette:
         addrs = await svc().delete_topic(name)
         return page(request, "done.html", title="Topic deleted", message=f"{name} deleted on {', '.join(addrs)}")
 
+    async def send_message(request: Request) -> Response:
+        name = request.path_params["topic"]
+        form = await _form(request)
+        msg_id, broker, queue_id, offset = await svc().send_message(
+            name, form.get("body", ""), form.get("tags", "").strip(), form.get("keys", "").strip()
+        )
+        return page(
+            request,
+            "done.html",
+            title="Message sent",
+            message=f"msg id {msg_id} stored in {broker} queue {queue_id} at offset {offset}",
+            link=f"/topics/{quote(name, safe='')}",
+            nav="topics",
+        )
+
     async def api_topic_offsets(request: Request) -> Response:
         now, total = await svc().topic_offsets(request.path_params["topic"])
         return JSONResponse({"time_ms": now, "max_offset_sum": total})
@@ -341,6 +356,7 @@ def create_app(settings: ConsoleSettings) -> Starlette:
         Route("/topics", write(create_topic), methods=["POST"]),
         Route("/topics/{topic}", topic),
         Route("/topics/{topic}/delete", write(delete_topic), methods=["POST"]),
+        Route("/topics/{topic}/send", write(send_message), methods=["POST"]),
         Route("/api/topics/{topic}/offsets", api_topic_offsets),
         Route("/groups", groups),
         Route("/groups/{group}", group),

@@ -38,6 +38,8 @@ RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
 RESEND_PRODUCER_GROUP = "CONSOLE_RESEND_GROUP"
 """Producer group of the console's DLQ resends."""
+CONSOLE_PRODUCER_GROUP = "CONSOLE_PRODUCER_GROUP"
+"""Producer group of the messages sent from a topic page."""
 BODY_PREVIEW_BYTES = 512
 """Bytes of a message body shown in a list (the message page shows up to 64 KiB)."""
 MAX_BROWSE = 64
@@ -332,6 +334,20 @@ class ConsoleService:
     async def create_topic(self, topic: str, queue_nums: int) -> None:
         """Create ``topic`` with ``queue_nums`` read / write queues on every master."""
         await self.admin.create_topic(topic, queue_nums)
+
+    async def send_message(
+        self, topic: str, body: str, tags: str | None, keys: str | None
+    ) -> tuple[str, str, int, int]:
+        """Send one message to ``topic`` (rocketmq-dashboard's "send message"): the UTF-8 ``body``,
+        optional tags and space-separated keys, producer group :data:`CONSOLE_PRODUCER_GROUP`.
+
+        Returns:
+            (msg id, broker name, queue id, queue offset) of the stored message.
+        """
+        msg = Message.build(topic, body.encode("utf-8"), tags=tags or None, keys=(keys or "").split() or None)
+        async with Producer(CONSOLE_PRODUCER_GROUP, config=self.settings.client_config()) as producer:
+            r = await producer.send(msg)
+        return r.msg_id, r.message_queue.broker_name, r.message_queue.queue_id, r.queue_offset
 
     async def delete_topic(self, topic: str) -> list[str]:
         """Delete ``topic`` from the brokers of every cluster that routes it and from the name servers.

@@ -186,6 +186,16 @@ def test_cluster_and_topic_pages_show_brokers_queues_and_offsets(env: Env, brows
     until(d, lambda d: d.find_elements(By.ID, "topic-name"), "the topic page from the list")
     assert text_of(d, "#topic-name") == "ConsoleTopic" and text_of(d, "#total-messages") == "7"
 
+    # send one from the page; the topic page then counts 8
+    d.find_element(By.ID, "send-keys").send_keys("from-console")
+    d.find_element(By.ID, "send-body").send_keys("sent by the console")
+    d.find_element(By.ID, "send-btn").click()
+    until(d, lambda d: d.find_elements(By.ID, "done"), "the send result")
+    assert text_of(d, "#done").startswith("msg id ")
+    d.find_element(By.ID, "done-link").click()
+    until(d, lambda d: d.find_elements(By.ID, "total-messages"), "the topic page")
+    assert text_of(d, "#total-messages") == "8"
+
 
 async def _routed(env: Env, topic: str, queues: int) -> bool:
     try:
