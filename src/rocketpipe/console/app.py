@@ -6,8 +6,9 @@ Pages: ``/cluster`` (brokers, runtime info, put / get TPS chart), ``/topics`` (l
 (producer connections of a group on a topic), ``/messages``
 (search by key, msg id or time range) and ``/messages/view/{offset_msg_id}`` (with the groups'
 consumption and the message trace), ``/dlq`` and
-``/dlq/{group}`` (dead messages, resend). JSON for the charts: ``/api/cluster`` and
-``/api/topics/{topic}/offsets``. Static files (CSS, the chart script) are served from the
+``/dlq/{group}`` (dead messages, resend). JSON for the charts: ``/api/cluster``,
+``/api/topics/{topic}/offsets`` and ``/api/groups/{group}/tps``. ``/groups/{group}/clients/{client_id}``
+shows one member's running info. Static files (CSS, the chart script) are served from the
 package; nothing is fetched from a CDN.
 
 Write requests (POST) answer 403 unless :attr:`ConsoleSettings.allow_writes`, and are refused
@@ -45,6 +46,13 @@ def format_ms(ms: int | float | None) -> str:
         return "-"
     dt = datetime.fromtimestamp(ms / 1000, UTC)
     return dt.strftime("%Y-%m-%d %H:%M:%S.") + f"{int(ms) % 1000:03d}"
+
+
+def format_num(value: object) -> str:
+    """A number with at most 2 decimals (``12.35``, ``3``); other values as they are."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "" if value is None else str(value)
+    return f"{value:.2f}".rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
 
 
 def parse_time(text: str | None, default_ms: int) -> int:
@@ -88,6 +96,7 @@ def create_app(settings: ConsoleSettings) -> Starlette:
     env = templates.env
     env.filters["ms"] = format_ms
     env.filters["q"] = lambda s: quote(str(s), safe="")
+    env.filters["num"] = format_num
     env.globals["allow_writes"] = settings.allow_writes
     env.globals["namesrv_addr"] = settings.namesrv_addr
     state: dict[str, ConsoleService] = {}
@@ -214,6 +223,16 @@ def create_app(settings: ConsoleSettings) -> Starlette:
         new = await svc().reset_offset(name, str(form.get("topic", "")), ts)
         rows = sorted((mq.broker_name, mq.queue_id, off) for mq, off in new.items())
         return page(request, "reset.html", group=name, topic=form.get("topic"), time_ms=ts, rows=rows, nav="groups")
+
+    async def client(request: Request) -> Response:
+        name, client_id = request.path_params["group"], request.path_params["client_id"]
+        info = await svc().client_info(name, client_id)
+        queues = sorted(info.mq_table.items())
+        return page(request, "client.html", group=name, client_id=client_id, info=info, queues=queues, nav="groups")
+
+    async def api_group_tps(request: Request) -> Response:
+        series = await svc().group_tps(request.path_params["group"])
+        return JSONResponse({"time_ms": int(time.time() * 1000), "series": series})
 
     async def consume_mode(request: Request) -> Response:
         name = request.path_params["group"]
@@ -362,6 +381,8 @@ def create_app(settings: ConsoleSettings) -> Starlette:
         Route("/groups/{group}", group),
         Route("/groups/{group}/reset", write(reset_offset), methods=["POST"]),
         Route("/groups/{group}/mode", write(consume_mode), methods=["POST"]),
+        Route("/groups/{group}/clients/{client_id}", client),
+        Route("/api/groups/{group}/tps", api_group_tps),
         Route("/producers", producers),
         Route("/messages", messages),
         Route("/messages/view/{offset_msg_id}", view_message),

@@ -19,6 +19,7 @@ from ..client.admin import MessageTrack
 from ..client.trace import TraceView
 from ..errors import BrokerError, RocketMQError, TopicNotExistError
 from ..protocol.bodies.assignment import MessageRequestModeSerializeWrapper
+from ..protocol.bodies.consumer import ConsumerRunningInfo
 from ..protocol.codes import RequestCode, ResponseCode
 from ..protocol.command import RemotingCommand
 from ..protocol.message import (
@@ -231,6 +232,13 @@ def tps_of(value: str | None) -> float:
         return 0.0
 
 
+def _num(value: object) -> float:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+
+
 def _percent(value: str | None) -> str:
     try:
         return f"{float(value or ''):.1%}"
@@ -416,6 +424,33 @@ class ConsoleService:
         except RocketMQError as e:
             detail.lag_error = _err(e)
         return detail
+
+    async def client_info(self, group: str, client_id: str) -> ConsumerRunningInfo:
+        """One consumer client's running info (GET_CONSUMER_RUNNING_INFO through a broker):
+        settings, subscriptions, per-queue process-queue state and per-topic TPS figures."""
+        return await self.admin.get_consumer_running_info(group, client_id)
+
+    async def group_tps(self, group: str) -> dict[str, float]:
+        """The members' own statistics summed over the group: ``pull`` (pullTPS) and
+        ``consume_ok`` / ``consume_failed`` (consumeOKTPS / consumeFailedTPS), messages per
+        second over the last minute; empty when no member is online."""
+        try:
+            cc = await self.admin.examine_consumer_connection_info(group)
+        except RocketMQError:
+            return {}
+        infos = await asyncio.gather(
+            *(self.admin.get_consumer_running_info(group, c.client_id) for c in cc.connection_set),
+            return_exceptions=True,
+        )
+        out = {"pull": 0.0, "consume_ok": 0.0, "consume_failed": 0.0}
+        keys = {"pull": "pullTPS", "consume_ok": "consumeOKTPS", "consume_failed": "consumeFailedTPS"}
+        for info in infos:
+            if isinstance(info, BaseException):
+                continue
+            for status in info.status_table.values():
+                for name, key in keys.items():
+                    out[name] += _num(status.get(key))
+        return out
 
     async def request_modes(self, group: str) -> tuple[list[tuple[str, str, int, str]], str | None]:
         """The 5.x consume (request) modes set for ``group``: (topic, PULL / POP, pop share

@@ -271,7 +271,25 @@ def test_group_page_shows_members_and_lag_then_resets_offset(env: Env, browser: 
         assert len(members) == 1 and consumer.client_id in members[0]
         assert text_of(d, "#message-model") == "CLUSTERING"
         assert text_of(d, "#consume-type") == "CONSUME_PASSIVELY"
+        # the members' own TPS figures: 10 acknowledged within the last minute
+        chart = d.find_element(By.ID, "group-tps-chart")
+        until(d, lambda d: "consume_ok=" in (chart.get_attribute("data-last") or ""), "the consumer TPS chart")
+        ok = dict(kv.split("=") for kv in (chart.get_attribute("data-last") or "").split())
+        assert float(ok["consume_ok"]) > 0 and float(ok["pull"]) > 0
         shot(d, "group")
+        d.find_element(By.CSS_SELECTOR, "a.client-link").click()
+        until(d, lambda d: d.find_elements(By.ID, "client-id"), "the client page")
+        assert text_of(d, "#client-id") == consumer.client_id
+        status = {
+            r.find_element(By.CSS_SELECTOR, "td").text: float(r.find_element(By.CSS_SELECTOR, "td.ok-tps").text)
+            for r in d.find_elements(By.CSS_SELECTOR, "#client-status tr.status")
+        }
+        assert status[topic] > 0
+        assert (
+            len([r for r in d.find_elements(By.CSS_SELECTOR, "#client-queues tr.client-queue") if topic in r.text]) == 2
+        )
+        shot(d, "client")
+        d.back()
     finally:
         env.loop.loop.call_soon_threadsafe(release.set)
         env.run(wait_until(lambda: _lag_is(env, group, topic, (16, 16)), timeout=WAIT, what="all committed"))

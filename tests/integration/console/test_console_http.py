@@ -11,7 +11,7 @@ import pytest
 
 from rocketpipe.client import Admin
 from rocketpipe.console import start_console
-from rocketpipe.console.app import format_ms, parse_time
+from rocketpipe.console.app import format_ms, format_num, parse_time
 from rocketpipe.console.service import topic_kind, tps_of
 from rocketpipe.testing.cluster import local_cluster
 
@@ -26,6 +26,14 @@ def test_times_are_utc_both_ways() -> None:
         parse_time("yesterday", 0)
     assert format_ms(1709210096123) == "2024-02-29 12:34:56.123"
     assert format_ms(0) == "-"
+    assert [format_num(v) for v in (26.250000000345608, 10.0, 0.0227, 7, None, "x")] == [
+        "26.25",
+        "10",
+        "0.02",
+        "7",
+        "",
+        "x",
+    ]
 
 
 def test_topic_kinds_and_tps_figures() -> None:

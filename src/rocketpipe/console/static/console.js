@@ -3,6 +3,7 @@
 //   messages per second between successive reads.
 // data-mode="cluster": the source answers {time_ms, brokers: [{broker, put_tps, get_tps}]};
 //   the chart shows put and get TPS summed over the brokers.
+// data-mode="series": the source answers {time_ms, series: {name: value}}; one line per name.
 // The newest value is also written to the canvas's data-last attribute.
 "use strict";
 (function () {
@@ -29,6 +30,11 @@
       });
       ctx.stroke();
       ctx.fillStyle = ctx.strokeStyle;
+      if (s.values.length) {  // a dot on the newest point (a single read draws no line)
+        const i = s.values.length - 1, v = s.values[i];
+        const x = pad + (i * (w - pad - 8)) / (POINTS - 1), y = h - pad - (v / max) * (h - 2 * pad);
+        ctx.beginPath(); ctx.arc(x, y, 3, 0, 2 * Math.PI); ctx.fill();
+      }
       const last = s.values.length ? s.values[s.values.length - 1] : 0;
       ctx.fillText(s.name + ": " + last.toFixed(1) + " msg/s", pad + 8 + k * 170, h - 10);
     });
@@ -38,7 +44,7 @@
     const mode = canvas.dataset.mode, src = canvas.dataset.source;
     const series = mode === "cluster"
       ? [{ name: "put", values: [] }, { name: "get", values: [] }]
-      : [{ name: "messages", values: [] }];
+      : mode === "series" ? [] : [{ name: "messages", values: [] }];
     let prev = null;
     function push(k, v) {
       const vals = series[k].values; vals.push(v);
@@ -49,7 +55,14 @@
         const r = await fetch(src, { cache: "no-store" });
         if (r.ok) {
           const d = await r.json();
-          if (mode === "cluster") {
+          if (mode === "series") {
+            const names = Object.keys(d.series || {});
+            names.forEach((name, k) => {
+              if (!series.some((s) => s.name === name)) series.push({ name: name, values: [] });
+            });
+            series.forEach((s, k) => push(k, Number((d.series || {})[s.name] || 0)));
+            canvas.dataset.last = series.map((s) => s.name + "=" + s.values[s.values.length - 1]).join(" ");
+          } else if (mode === "cluster") {
             let put = 0, get = 0;
             for (const b of d.brokers) { put += b.put_tps; get += b.get_tps; }
             push(0, put); push(1, get);
