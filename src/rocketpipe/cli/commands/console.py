@@ -77,7 +77,11 @@ def console(
     port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="HTTP port (0 = any free).")] = 8080,
     allow_writes: Annotated[
         bool,
-        typer.Option("--allow-writes", help="Allow creating / deleting topics, resetting offsets and DLQ resends."),
+        typer.Option(
+            "--allow-writes",
+            help="Allow writes: create / delete topics, send messages, reset offsets, set consume modes, "
+            "make a DLQ readable, resend DLQ messages.",
+        ),
     ] = False,
     access_key: AccessKeyOption = None,
     secret_key: SecretKeyOption = None,
