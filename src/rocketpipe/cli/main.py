@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from .commands.admin import admin_app
+from .commands.console import console
 from .commands.consume import consume
 from .commands.produce import produce
 from .commands.serve import serve
@@ -27,6 +28,7 @@ app.command("serve")(serve)
 app.command("produce")(produce)
 app.command("consume")(consume)
 app.command("demo")(demo)
+app.command("console")(console)
 app.add_typer(topic_app, name="topic")
 app.add_typer(admin_app, name="admin")
 

@@ -39,12 +39,14 @@ class ServeProcess:
         broker_addr: ``"127.0.0.1:port"`` of its broker.
         pid: the process id (for CPU accounting from ``/proc``).
         metrics_addr: ``"host:port"`` of its Prometheus endpoint (``--metrics-port``), or None.
+        console_url: URL of its web console (``--console-port``), or None.
     """
 
     namesrv_addr: str
     broker_addr: str
     pid: int
     metrics_addr: str | None = None
+    console_url: str | None = None
 
 
 def stop_process(proc: subprocess.Popen[Any], grace: float = 30.0) -> None:
@@ -128,6 +130,9 @@ def serve_process(
         if ns_addr is None or broker is None:
             raise ServeStartError(f"no name server or broker address in {out[-300:]!r}")
         metrics = re.search(r"Prometheus metrics on http://(\S+)/metrics", out)
-        yield ServeProcess(ns_addr, broker.group(1), proc.pid, metrics.group(1) if metrics else None)
+        web = re.search(r"web console on (\S+)", out)
+        yield ServeProcess(
+            ns_addr, broker.group(1), proc.pid, metrics.group(1) if metrics else None, web.group(1) if web else None
+        )
     finally:
         stop_process(proc)

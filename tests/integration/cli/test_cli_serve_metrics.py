@@ -24,7 +24,8 @@ def _total(samples: list[tuple[str, dict[str, str], float]], name: str, **labels
 
 
 def test_serve_metrics_port_exports_sends_and_rpc_latency(tmp_path: Path) -> None:
-    with serve_process(tmp_path / "store", extra_args=("--metrics-port", "0")) as served:
+    args = ("--metrics-port", "0", "--console-port", "0")
+    with serve_process(tmp_path / "store", extra_args=args) as served:
         assert served.metrics_addr is not None and served.metrics_addr.startswith("127.0.0.1:")
         producer = SyncProducer("metrics-cli-pg", namesrv_addr=served.namesrv_addr)
         producer.start()
@@ -44,3 +45,8 @@ def test_serve_metrics_port_exports_sends_and_rpc_latency(tmp_path: Path) -> Non
         sends = _total(s, "rocketmq_rpc_latency_milliseconds_count", request_code="send_message_v2", result="success")
         assert sends >= 5
         assert _total(s, "rocketmq_namesrv_live_brokers", node_type="namesrv") == 1
+        # --console-port: the web console of this cluster, read-only by default
+        assert served.console_url is not None
+        with urllib.request.urlopen(f"{served.console_url.rstrip('/')}/topics", timeout=30) as resp:
+            page = resp.read().decode()
+        assert resp.status == 200 and "MetricsCli" in page

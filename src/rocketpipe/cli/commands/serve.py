@@ -61,6 +61,7 @@ from .acl_options import (
 )
 
 if TYPE_CHECKING:
+    from rocketpipe.acl import SessionCredentials
     from rocketpipe.broker import Broker, BrokerConfig
     from rocketpipe.broker.config import TlsServerConfig
     from rocketpipe.namesrv import NameServer
@@ -161,6 +162,9 @@ async def run_servers(
     metrics_port: int | None = None,
     tls_server: TlsServerConfig | None = None,
     namesrv_acl_file: str | None = None,
+    console_port: int | None = None,
+    console_allow_writes: bool = False,
+    console_credentials: SessionCredentials | None = None,
 ) -> None:
     """Start the requested servers, print and log their addresses, run until a stop signal.
 
@@ -177,6 +181,10 @@ async def run_servers(
             None (plain).
         namesrv_acl_file: the name server checks its admin-only requests against this
             plain_acl.yml (None: no ACL on the name server).
+        console_port: serve the web console for this cluster on ``http://host:console_port/``
+            (0 = any free port), or None for none.
+        console_allow_writes: the console may create/delete topics, reset offsets, resend.
+        console_credentials: what the console signs its requests with (ACL), or None.
 
     Raises:
         RocketMQError: a server failed to start.
@@ -212,6 +220,15 @@ async def run_servers(
                     broker if broker_config is not None else None,
                 )  # fmt: skip
                 console.print(f"rocketpipe: Prometheus metrics on http://{address}/metrics")
+            if console_port is not None and namesrv_addr is not None:
+                from rocketpipe.console import start_console
+
+                web = await start_console(
+                    host, console_port, namesrv_addr, allow_writes=console_allow_writes,
+                    credentials=console_credentials,
+                )  # fmt: skip
+                stack.push_async_callback(web.close)
+                console.print(f"rocketpipe: web console on {web.url}")
             line = _start_line(namesrv_addr, broker_addr, broker_config, limits, tls_server)
             if namesrv_port is not None:
                 line += f" namesrvAclEnable={str(namesrv_acl_file is not None).lower()}"
@@ -447,6 +464,20 @@ def serve(
             help="Start even when a metadata JSON (topics, offsets, ...) and its .bak are both unreadable; their state starts empty.",
         ),
     ] = False,
+    console_port: Annotated[
+        int | None,
+        typer.Option(
+            "--console-port",
+            help="Serve the web console (cluster, topics, groups, messages, DLQ) on http://HOST:PORT/ (0 = any free port); read-only unless --console-allow-writes. Off when not given.",
+        ),
+    ] = None,
+    console_allow_writes: Annotated[
+        bool,
+        typer.Option(
+            "--console-allow-writes",
+            help="Let the web console create/delete topics, send, reset offsets and resend DLQ messages (signed with --inner-client-access-key under ACL).",
+        ),
+    ] = False,
     metrics_port: Annotated[
         int | None,
         typer.Option(
@@ -579,6 +610,7 @@ def serve(
         ("--log-max-bytes", log_max_bytes, 1, None),
         ("--log-backups", log_backups, 1, None),
         ("--metrics-port", 0 if metrics_port is None else metrics_port, 0, 65535),
+        ("--console-port", 0 if console_port is None else console_port, 0, 65535),
     ])  # fmt: skip
     from rocketpipe.broker import BrokerConfig
     from rocketpipe.store import StoreConfig
@@ -686,6 +718,9 @@ def serve(
                 metrics_port=metrics_port,
                 tls_server=tls_server,
                 namesrv_acl_file=acl_path if namesrv_acl_enable else None,
+                console_port=console_port,
+                console_allow_writes=console_allow_writes,
+                console_credentials=inner,
             )
         )
     except OSError as exc:
