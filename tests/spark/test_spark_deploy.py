@@ -29,6 +29,7 @@ from spark_standalone import Standalone, spark_env, standalone_cluster
 
 from rocketpipe.client import SyncAdmin, SyncProducer
 from rocketpipe.protocol.message import Message
+from waiting import wait_until_sync
 
 pytestmark = pytest.mark.spark
 
@@ -252,8 +253,13 @@ def test_spark_submit_py_files_on_a_standalone_cluster(
     assert done.returncode == 0 and result_file.exists(), (
         f"spark-submit exited with {done.returncode}:\n{done.stdout[-8000:]}\n{cluster.logs()}"
     )
-    apps = [a for a in cluster.state()["completedapps"] if a["name"] == name]
-    assert [a["state"] for a in apps] == ["FINISHED"], apps
+
+    # It ran on the cluster: the master lists it as completed (once it has seen the driver go).
+    def completed() -> list[str]:
+        return [a["state"] for a in cluster.state()["completedapps"] if a["name"] == name]
+
+    wait_until_sync(lambda: bool(completed()), timeout=30, interval=0.2, what=f"{name} among completed apps")
+    assert completed() == ["FINISHED"], cluster.state()
 
     result = json.loads(result_file.read_text())
     assert "DATA_SOURCE_NOT_FOUND" in result["unregistered"], result
