@@ -195,7 +195,10 @@ def register(spark: SparkSession) -> None:
     Needed when rocketpipe is not installed in the Python of the driver and every executor but
     comes with ``spark-submit --py-files rocketpipe.zip`` (or a ``.whl``, or
     ``SparkContext.addPyFile("rocketpipe.zip")``); call it after the archive is added, before the
-    first ``format("rocketmq")``. Harmless when rocketpipe is installed. It does three things:
+    first ``format("rocketmq")``. Harmless when rocketpipe is installed (one difference: the
+    source's Python processes, driver-side and executors', then run ``PYSPARK_PYTHON`` as UDFs
+    do; a source Spark finds by itself runs ``PYSPARK_DRIVER_PYTHON`` when that is set). It
+    does three things:
 
     * puts the ``.whl`` files of ``spark.submit.pyFiles`` among the SparkContext's Python
       includes: PySpark adds only ``.zip``, ``.egg`` and ``.jar`` files there
