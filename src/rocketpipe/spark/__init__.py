@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .options import SinkOptionError, SourceOptionError
     from .reader import DataLossError, SourceError
-    from .source import SCHEMA, RocketMQDataSource
+    from .source import SCHEMA, RocketMQDataSource, register
     from .writer import RocketMQCommitMessage, SinkDataError, SinkError, SinkSchemaError
 
 # Lazy (PEP 562): Spark's data-source lookup imports ``rocketpipe.spark.source`` in a fresh
@@ -34,6 +34,7 @@ _HOME: dict[str, str] = {
     "SourceError": ".reader",
     "SCHEMA": ".source",
     "RocketMQDataSource": ".source",
+    "register": ".source",
     "RocketMQCommitMessage": ".writer",
     "SinkDataError": ".writer",
     "SinkError": ".writer",
@@ -61,4 +62,5 @@ __all__ = [
     "SinkSchemaError",
     "SourceError",
     "SourceOptionError",
+    "register",
 ]
