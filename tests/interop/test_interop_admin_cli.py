@@ -183,7 +183,16 @@ async def test_sub_group_producer_connection_stats_and_key(java_client: JavaClie
         out = await theirs(java_client, ac, "producerConnection", "-g", pgroup, "-t", topic)
         assert row["clientId"] in out and "PYTHON" in out and row["language"] == "PYTHON"
 
-    (stats,) = await ours(ac, "statsAll", "-t", topic)
+    # the broker samples its TOPIC_PUT_NUMS stats item on a timer: wait until the 3 puts show
+    seen: list[dict[str, object]] = []
+
+    async def counted() -> bool:
+        (row,) = await ours(ac, "statsAll", "-t", topic)
+        seen[:] = [row]
+        return row["inMsg24Hour"] == len(results)
+
+    await wait_until(counted, timeout=120, interval=1.0, what="the broker's put stats of the topic")
+    (stats,) = seen
     out = await theirs(java_client, ac, "statsAll", "-t", topic)
     line = next(line for line in out.splitlines() if line.startswith(topic))
     assert line.split()[-1] == "NO_CONSUMER" and stats["outMsg24Hour"] is None
