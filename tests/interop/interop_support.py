@@ -12,11 +12,24 @@ import os
 import subprocess
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rocketpipe import Admin, MessageExt, MessageQueue
+from rocketpipe import (
+    Admin,
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeFromWhere,
+    Message,
+    MessageExt,
+    MessageQueue,
+    Producer,
+    PushConsumer,
+    SendResult,
+)
 from rocketpipe.protocol.message import decode_records
 from rocketpipe.testing.apache import (
     JVM_OPTS,
@@ -237,3 +250,33 @@ def build_java_project(version: str, home: Path) -> list[str]:
             raise ApacheUnavailableError(f"building {JAVA_PROJECT} with rocketmq-client {version} failed:\n{errors}")
         stamp.touch()
     return [str(classes), *deps]
+
+
+# ------------------------------------------------------------------------------ produce / consume
+
+
+async def send_some(namesrv_addr: str, topic: str, n: int) -> list[SendResult]:
+    """Send ``n`` messages ``m0``… (tags ``TA``, keys ``KK`` and ``k<i>``) one by one; their results."""
+    async with Producer(unique("pg"), namesrv_addr=namesrv_addr) as p:
+        return [await p.send(Message.build(topic, f"m{i}", tags="TA", keys=["KK", f"k{i}"])) for i in range(n)]
+
+
+@asynccontextmanager
+async def consumed(namesrv_addr: str, group: str, topic: str, n: int) -> AsyncIterator[PushConsumer]:
+    """A push consumer of ``group`` that has consumed ``n`` messages of ``topic`` from the first
+    offset (40 s at most) and persisted its offsets; it runs until the block ends."""
+    got: list[MessageExt] = []
+    consumer = PushConsumer(
+        group, namesrv_addr=namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
+    consumer.subscribe(topic, "*")
+
+    async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        got.extend(msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer.register_message_listener(listener)
+    async with consumer:
+        await wait_until(lambda: len(got) >= n, timeout=40, what=f"{n} messages consumed")
+        await consumer.persist_offsets()
+        yield consumer

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
-from interop_support import JavaClient
+from interop_support import JavaClient, consumed, send_some
 from typer.testing import CliRunner
 
 from rocketpipe import (
@@ -26,7 +26,6 @@ from rocketpipe import (
     MessageExt,
     Producer,
     PushConsumer,
-    SendResult,
 )
 from rocketpipe.cli.main import app
 from rocketpipe.testing.apache import ApacheCluster
@@ -53,11 +52,6 @@ async def theirs(java_client: JavaClient, ac: ApacheCluster, *args: str) -> str:
     _, out = await java_client.mqadmin(ac.namesrv_addr, *args)
     assert "Exception" not in out, out[-3000:]
     return out
-
-
-async def send_some(ac: ApacheCluster, topic: str, n: int) -> list[SendResult]:
-    async with Producer(unique("pg"), namesrv_addr=ac.namesrv_addr) as p:
-        return [await p.send(Message.build(topic, f"m{i}", tags="TA", keys=["KK", f"k{i}"])) for i in range(n)]
 
 
 async def test_cluster_list_and_broker_config(java_client: JavaClient, apache_5: ApacheCluster) -> None:
@@ -96,7 +90,7 @@ async def test_update_topic_route_status(java_client: JavaClient, apache_5: Apac
     (qd,) = route["queueDatas"]
     assert (qd["brokerName"], qd["readQueueNums"], qd["writeQueueNums"], qd["perm"]) == (ac.broker_name, 3, 3, 6)
 
-    results = await send_some(ac, topic, 5)
+    results = await send_some(ac.namesrv_addr, topic, 5)
     rows = await ours(ac, "topicStatus", "-t", topic)
     out = await theirs(java_client, ac, "topicStatus", "-t", topic)
     their_rows = {
@@ -121,25 +115,12 @@ async def test_consumer_progress_lag(java_client: JavaClient, apache_5: ApacheCl
     ac = apache_5
     topic, group = unique("AdmCliLag"), unique("admclilag")
     await ours(ac, "updateTopic", "-b", ac.broker_addr, "-t", topic, "-r", "2", "-w", "2")
-    await send_some(ac, topic, 4)
-    got: list[MessageExt] = []
-    consumer = PushConsumer(
-        group, namesrv_addr=ac.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
-    )
-    consumer.subscribe(topic, "*")
-
-    async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
-        got.extend(msgs)
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-    consumer.register_message_listener(listener)
-    async with consumer:
-        await wait_until(lambda: len(got) >= 4, timeout=40, what="4 messages consumed")
-        await consumer.persist_offsets()
+    await send_some(ac.namesrv_addr, topic, 4)
+    async with consumed(ac.namesrv_addr, group, topic, 4):
         conn = await ours(ac, "consumerConnection", "-g", group)
         out = await theirs(java_client, ac, "consumerConnection", "-g", group)
         assert conn["connectionSet"][0]["clientId"] in out
-    await send_some(ac, topic, 3)
+    await send_some(ac.namesrv_addr, topic, 3)
 
     data = await ours(ac, "consumerProgress", "-g", group)
     assert data["diffTotal"] == 3
@@ -212,7 +193,7 @@ async def test_resend_from_dlq(java_client: JavaClient, apache_5: ApacheCluster)
     ac = apache_5
     topic, group = unique("AdmCliDlq"), unique("admclidlq")
     await ours(ac, "updateTopic", "-b", ac.broker_addr, "-t", topic, "-r", "1", "-w", "1")
-    (sent,) = await send_some(ac, topic, 1)
+    (sent,) = await send_some(ac.namesrv_addr, topic, 1)
     failing = PushConsumer(
         group,
         namesrv_addr=ac.namesrv_addr,
@@ -266,21 +247,9 @@ async def test_reset_offset_without_consumer_on_apache_4(java_client: JavaClient
     ac = apache_4
     topic, group = unique("AdmCliReset"), unique("admclireset")
     await ours(ac, "updateTopic", "-b", ac.broker_addr, "-t", topic, "-r", "2", "-w", "2")
-    await send_some(ac, topic, 4)
-    got: list[MessageExt] = []
-    consumer = PushConsumer(
-        group, namesrv_addr=ac.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
-    )
-    consumer.subscribe(topic, "*")
-
-    async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
-        got.extend(msgs)
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-    consumer.register_message_listener(listener)
-    async with consumer:
-        await wait_until(lambda: len(got) >= 4, timeout=40, what="4 messages consumed")
-        await consumer.persist_offsets()
+    await send_some(ac.namesrv_addr, topic, 4)
+    async with consumed(ac.namesrv_addr, group, topic, 4):
+        pass
     assert (await ours(ac, "consumerProgress", "-g", group))["diffTotal"] == 0
 
     data = await ours(ac, "resetOffsetByTime", "-g", group, "-t", topic, "-s", "0")
@@ -298,7 +267,7 @@ async def test_message_commands_and_broker_status(java_client: JavaClient, apach
     ac = apache_5
     topic = unique("AdmCliMsg")
     await ours(ac, "updateTopic", "-b", ac.broker_addr, "-t", topic, "-r", "2", "-w", "2")
-    results = await send_some(ac, topic, 4)
+    results = await send_some(ac.namesrv_addr, topic, 4)
     sent = await ours(
         ac, "sendMessage", "-t", topic, "-p", "from-admin", "-c", "TZ", "-k", "AK", "-b", ac.broker_name, "-i", "1"
     )

@@ -14,18 +14,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from interop_support import JavaClient, Target
+from interop_support import JavaClient, Target, consumed, send_some
 
-from rocketpipe import (
-    ConsumeConcurrentlyContext,
-    ConsumeConcurrentlyStatus,
-    ConsumeFromWhere,
-    Message,
-    MessageExt,
-    Producer,
-    PushConsumer,
-    SendResult,
-)
 from rocketpipe.testing.apache import FAST_DELAY_LEVELS
 from rocketpipe.testing.cluster import local_cluster
 from waiting import wait_until
@@ -58,28 +48,6 @@ def no_exception(out: str) -> None:
     assert "Exception" not in out, out[-3000:]
 
 
-async def send_some(t: Target, topic: str, n: int) -> list[SendResult]:
-    async with Producer(unique("pg"), namesrv_addr=t.namesrv_addr) as p:
-        return [await p.send(Message.build(topic, f"m{i}", tags="TA", keys=["KK", f"k{i}"])) for i in range(n)]
-
-
-async def consume_all(t: Target, group: str, topic: str, n: int) -> None:
-    got: list[MessageExt] = []
-    consumer = PushConsumer(
-        group, namesrv_addr=t.namesrv_addr, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
-    )
-    consumer.subscribe(topic, "*")
-
-    async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
-        got.extend(msgs)
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-    consumer.register_message_listener(listener)
-    async with consumer:
-        await wait_until(lambda: len(got) >= n, timeout=40, what="messages consumed")
-        await consumer.persist_offsets()
-
-
 async def test_mqadmin_update_topic_list_and_route(java_client: JavaClient, server: Target) -> None:
     by_cluster, by_broker = unique("AdmC"), unique("AdmB")
     code, out = await java_client.mqadmin(
@@ -107,7 +75,7 @@ async def test_mqadmin_update_topic_list_and_route(java_client: JavaClient, serv
 
 async def test_mqadmin_topic_status(java_client: JavaClient, server: Target) -> None:
     topic = unique("AdmStatus")
-    results = await send_some(server, topic, 6)
+    results = await send_some(server.namesrv_addr, topic, 6)
     _, out = await java_client.mqadmin(server.namesrv_addr, "topicStatus", "-t", topic)
     no_exception(out)
     per_queue: dict[int, int] = {}
@@ -133,8 +101,9 @@ async def test_mqadmin_cluster_list(java_client: JavaClient, server: Target) -> 
 
 async def test_mqadmin_consumer_progress(java_client: JavaClient, server: Target) -> None:
     topic, group = unique("AdmProgress"), unique("admgroup")
-    results = await send_some(server, topic, 6)
-    await consume_all(server, group, topic, 6)
+    results = await send_some(server.namesrv_addr, topic, 6)
+    async with consumed(server.namesrv_addr, group, topic, 6):
+        pass
     _, out = await java_client.mqadmin(server.namesrv_addr, "consumerProgress", "-g", group)
     no_exception(out)
     rows = [line.split() for line in out.splitlines() if line.startswith(topic)]
@@ -150,7 +119,7 @@ async def test_mqadmin_consumer_progress(java_client: JavaClient, server: Target
 
 async def test_mqadmin_query_msg_by_id(java_client: JavaClient, server: Target) -> None:
     topic = unique("AdmQuery")
-    results = await send_some(server, topic, 3)
+    results = await send_some(server.namesrv_addr, topic, 3)
     if java_client.major >= 5:  # 5.x made -t mandatory and looks UNIQ_KEY ids up in the index
         topic_opt, ids = ["-t", topic], ((results[0], results[0].offset_msg_id), (results[1], results[1].msg_id))
     else:  # 4.x without a topic decodes the id as an offset id only
