@@ -56,9 +56,18 @@ async def theirs(java_client: JavaClient, ac: ApacheCluster, *args: str) -> str:
 
 async def test_cluster_list_and_broker_config(java_client: JavaClient, apache_5: ApacheCluster) -> None:
     ac = apache_5
-    rows = await ours(ac, "clusterList")
-    row = next(r for r in rows if r["brokerAddr"] == ac.broker_addr)
-    out = await theirs(java_client, ac, "clusterList")
+    seen: dict[str, Any] = {}
+
+    async def both_listed() -> bool:
+        # Either side leaves the version blank (mqadmin with a stack trace) when the broker's
+        # runtime stats time out (3 s), which a just-started broker on a loaded machine can do.
+        rows = await ours(ac, "clusterList")
+        _, out = await java_client.mqadmin(ac.namesrv_addr, "clusterList")
+        seen.update(row=next(r for r in rows if r["brokerAddr"] == ac.broker_addr), out=out)
+        return bool(seen["row"]["version"]) and "Exception" not in out
+
+    await wait_until(both_listed, timeout=60, interval=1, what="clusterList with versions from both tools")
+    row, out = seen["row"], seen["out"]
     line = next(line for line in out.splitlines() if ac.broker_addr in line)
     cluster, broker, bid, addr, version = line.split()[:5]
     assert (row["clusterName"], row["brokerName"], str(row["brokerId"]), row["brokerAddr"], row["version"]) == (

@@ -77,7 +77,8 @@ def cluster_list(
                 for bid, addr in sorted((bd.broker_addrs if bd else {}).items()):
                     try:
                         kv = await admin.fetch_broker_runtime_stats(addr)
-                    except Exception:
+                    except Exception as e:  # Java prints the trace and a blank row; we say it in one line
+                        typer.echo(f"clusterList: runtime stats of broker {addr} unavailable: {e!r}", err=True)
                         kv = {}
                     rows.append(
                         {
