@@ -68,6 +68,8 @@ from .offsets import ConsumerOffsets
 from .pop import install as install_pop
 from .processors.admin import AdminProcessor
 from .processors.assignment import AssignmentProcessor
+from .processors.auth import AuthProcessor
+from .processors.broker_admin import BrokerAdminProcessor
 from .processors.consumer import ConsumerProcessor
 from .processors.end_transaction import EndTransactionProcessor
 from .processors.lock import LockProcessor
@@ -186,6 +188,8 @@ class Broker:
             OffsetProcessor(self),
             ConsumerProcessor(self),
             AdminProcessor(self),
+            BrokerAdminProcessor(self),
+            AuthProcessor(self),
             LockProcessor(self),
             QueryProcessor(self),
         ):
