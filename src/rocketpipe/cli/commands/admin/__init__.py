@@ -7,7 +7,8 @@ updateTopic, updateTopicPerm, deleteTopic, topicClusterList), :mod:`.group` (upd
 deleteSubGroup, consumerProgress, consumerConnection, consumerStatus, producerConnection,
 resetOffsetByTime, setConsumeMode), :mod:`.message` (queryMsgById, queryMsgByKey,
 queryMsgByOffset, queryMsgByUniqueKey, printMsg, sendMessage, consumeMessage, queryMsgTraceById,
-resendMsgById), :mod:`.stats` (statsAll) and :mod:`.namesrv` (updateKvConfig, deleteKvConfig).
+resendMsgById), :mod:`.stats` (statsAll), :mod:`.namesrv` (updateKvConfig, deleteKvConfig) and
+:mod:`.acl` (ACL 2.0 users and ACLs).
 Every command takes ``-n/--namesrvAddr`` and ``--json``; exit codes are those of
 :mod:`rocketpipe.cli.errors`.
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import typer
 
-from . import cluster, group, message, namesrv, stats, topic
+from . import acl, cluster, group, message, namesrv, stats, topic
 
 admin_app = typer.Typer(
     name="admin",
@@ -26,7 +27,7 @@ admin_app = typer.Typer(
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-for _module in (cluster, topic, group, message, stats, namesrv):
+for _module in (cluster, topic, group, message, stats, namesrv, acl):
     _module.register(admin_app)
 
 __all__ = ["admin_app"]
