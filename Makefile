@@ -1,5 +1,5 @@
 # rocketpipe — the two commands a newcomer runs: `make demo` and `make test`.
-# Both create .venv on first use (pip install -e '.[spark,demo,console,dev]' from PyPI); Java 17 must be
+# Both create .venv on first use (pip install -e '.[spark,demo,console,grpc,dev]' from PyPI); Java 17 must be
 # on PATH for Spark (.ci/run installs it on a fresh Debian machine).
 PYTHON ?= python3
 VENV   := .venv
@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[spark,demo,console,dev]'
+	$(PY) -m pip install -q -e '.[spark,demo,console,grpc,dev]'
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -1,0 +1,228 @@
+"""The ``apache.rocketmq.v2.MessagingService`` servicer: each gRPC call made into remoting calls
+with rocketpipe's client (``grpc.aio``, in the caller's event loop).
+
+Step 1 of the endpoint (issue 15): QueryRoute, Heartbeat, Telemetry (client settings),
+SendMessage (normal, FIFO, delay/timer messages; one message or a batch) and
+NotifyClientTermination. The other calls answer NOT_IMPLEMENTED (gRPC status UNIMPLEMENTED, the
+generated base class's default).
+
+Mirrors Java 5.3.3's proxy ``GrpcMessagingApplication`` → ``RouteActivity``,
+``SendMessageActivity``, ``ClientActivity``, ``GrpcClientSettingsManager``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Final
+
+from google.protobuf import duration_pb2
+from rocketmq.grpc_protocol import definition_pb2 as pb
+from rocketmq.grpc_protocol import service_pb2 as spb
+from rocketmq.grpc_protocol import service_pb2_grpc as sgrpc
+
+from ..broker.topics import validate_topic
+from ..client import Admin, Producer
+from ..errors import RocketMQError
+from ..protocol.message import Message, MessageQueue
+from .convert import OK, GrpcError, consistent_hash, error_status, java_string_hash, status, to_remoting_message
+from .route import message_queues
+
+log = logging.getLogger(__name__)
+
+#: ProxyConfig defaults (5.3.3): maxMessageSize, grpcClientProducerMaxAttempts,
+#: grpcClientProducerBackoff{Initial,Max}Millis, grpcClientProducerBackoffMultiplier.
+MAX_MESSAGE_SIZE: Final = 4 * 1024 * 1024
+PRODUCER_MAX_ATTEMPTS: Final = 3
+PRODUCER_BACKOFF_INITIAL_MS: Final = 10
+PRODUCER_BACKOFF_MAX_MS: Final = 1000
+PRODUCER_BACKOFF_MULTIPLIER: Final = 2
+#: TopicAttributes.TOPIC_MESSAGE_TYPE_ATTRIBUTE
+MESSAGE_TYPE_ATTRIBUTE: Final = "message.type"
+
+
+def _peer_host(context: Any) -> str:
+    """``ipv4:127.0.0.1:5555`` → ``127.0.0.1:5555`` (the ``bornHost`` Java takes from the channel)."""
+    peer = str(context.peer() or "")
+    return peer.split(":", 1)[1] if peer.startswith(("ipv4:", "ipv6:")) else peer
+
+
+def _ms(value: int) -> duration_pb2.Duration:
+    d = duration_pb2.Duration()
+    d.FromMilliseconds(value)
+    return d
+
+
+def producer_settings(client: pb.Settings, max_body_size: int) -> pb.Settings:
+    """``GrpcClientSettingsManager.mergeProducerData``: the client's settings with the
+    endpoint's backoff policy, ``validate_message_type`` on and its ``max_body_size``; metrics
+    off (``mergeMetric`` with ``metricCollectorMode`` OFF)."""
+    out = pb.Settings()
+    out.CopyFrom(client)
+    out.backoff_policy.max_attempts = PRODUCER_MAX_ATTEMPTS
+    eb = out.backoff_policy.exponential_backoff
+    eb.initial.CopyFrom(_ms(PRODUCER_BACKOFF_INITIAL_MS))
+    eb.max.CopyFrom(_ms(PRODUCER_BACKOFF_MAX_MS))
+    eb.multiplier = PRODUCER_BACKOFF_MULTIPLIER
+    out.publishing.validate_message_type = True
+    out.publishing.max_body_size = max_body_size
+    out.metric.on = False
+    return out
+
+
+class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
+    """The servicer, over a remoting cluster reached through ``namesrv_addr``.
+
+    Args:
+        producer: rocketpipe's producer the endpoint sends with (started by the caller).
+        admin: rocketpipe's admin client for routes and topic configs (started by the caller).
+        max_body_size: bytes; larger bodies are refused with MESSAGE_BODY_TOO_LARGE.
+    """
+
+    def __init__(self, producer: Producer, admin: Admin, max_body_size: int = MAX_MESSAGE_SIZE) -> None:
+        self.producer = producer
+        self.admin = admin
+        self.max_body_size = max_body_size
+        #: client id → the settings the client last sent (``GrpcClientSettingsManager``)
+        self.client_settings: dict[str, pb.Settings] = {}
+
+    # ------------------------------------------------------------------ routes
+    async def _topic_message_type(self, topic: str, broker_addrs: list[str]) -> str:
+        """The topic's ``message.type`` attribute (NORMAL when absent, as ``TopicConfig.getTopicMessageType``)."""
+        for addr in broker_addrs:
+            try:
+                cfg = await self.admin.examine_topic_config(addr, topic)
+            except RocketMQError:
+                continue
+            attributes = cfg.get("attributes") or {}
+            value = attributes.get(MESSAGE_TYPE_ATTRIBUTE) or attributes.get("+" + MESSAGE_TYPE_ATTRIBUTE)
+            return str(value).upper() if value else "NORMAL"
+        return "NORMAL"
+
+    async def QueryRoute(self, request: spb.QueryRouteRequest, context: Any) -> spb.QueryRouteResponse:
+        """The topic's queues, every broker at the endpoint the client used."""
+        try:
+            topic = request.topic.name
+            problem = validate_topic(topic)
+            if problem is not None:
+                raise GrpcError(pb.Code.ILLEGAL_TOPIC, problem)
+            route = await self.admin.topic_route(topic)
+            addrs = [a for bd in route.broker_datas for a in bd.broker_addrs.values()]
+            kind = await self._topic_message_type(topic, addrs)
+            queues = message_queues(route, request.topic, request.endpoints, kind)
+        except Exception as exc:
+            return spb.QueryRouteResponse(status=error_status(exc))
+        return spb.QueryRouteResponse(status=status(OK), message_queues=queues)
+
+    # ------------------------------------------------------------------ clients
+    async def Heartbeat(self, request: spb.HeartbeatRequest, context: Any) -> spb.HeartbeatResponse:
+        """Accepted (producers need no registration on the remoting side)."""
+        return spb.HeartbeatResponse(status=status(OK))
+
+    async def NotifyClientTermination(
+        self, request: spb.NotifyClientTerminationRequest, context: Any
+    ) -> spb.NotifyClientTerminationResponse:
+        """Forget the client's settings."""
+        self.client_settings.pop(_client_id(context), None)
+        return spb.NotifyClientTerminationResponse(status=status(OK))
+
+    async def Telemetry(
+        self, request_iterator: AsyncIterator[spb.TelemetryCommand], context: Any
+    ) -> AsyncIterator[spb.TelemetryCommand]:
+        """The client's settings stream: every ``settings`` command is answered with the merged
+        settings (``ClientActivity.processAndWriteClientSettings``); a settings command with
+        neither publishing nor subscription ends the stream with INVALID_ARGUMENT, as Java does."""
+        client_id = _client_id(context)
+        async for command in request_iterator:
+            if not command.HasField("settings"):
+                continue
+            settings = command.settings
+            if settings.WhichOneof("pub_sub") != "publishing":
+                yield spb.TelemetryCommand(
+                    status=status(pb.Code.NOT_IMPLEMENTED, "only producers are served by this endpoint yet")
+                )
+                continue
+            self.client_settings[client_id] = settings
+            merged = producer_settings(settings, self.max_body_size)
+            yield spb.TelemetryCommand(status=status(OK), settings=merged)
+
+    # ------------------------------------------------------------------ send
+    async def SendMessage(self, request: spb.SendMessageRequest, context: Any) -> spb.SendMessageResponse:
+        """Store the request's messages (``SendMessageActivity.sendMessage``): one message goes
+        to a queue picked round-robin, or, with a message group, to
+        ``consistentHash(group.hashCode(), writeQueues)``; several go as one batch. One
+        ``SendResultEntry`` per message."""
+        try:
+            return await self._send(request, context)
+        except Exception as exc:
+            if not isinstance(exc, (GrpcError, RocketMQError)):
+                log.exception("gRPC SendMessage failed")
+            return spb.SendMessageResponse(status=error_status(exc))
+
+    async def _send(self, request: spb.SendMessageRequest, context: Any) -> spb.SendMessageResponse:
+        if not request.messages:
+            raise GrpcError(pb.Code.MESSAGE_CORRUPTED, "no message to send")
+        topic = request.messages[0].topic
+        problem = validate_topic(topic.name)
+        if problem is not None:
+            raise GrpcError(pb.Code.ILLEGAL_TOPIC, problem)
+        peer = _peer_host(context)
+        msgs: list[Message] = []
+        for proto in request.messages:
+            if proto.topic != topic:
+                raise GrpcError(pb.Code.MESSAGE_CORRUPTED, "topic in message is not same")
+            # Java: "here use topicName as producerGroup for transactional checker"
+            msg, half = to_remoting_message(proto, topic.name, peer, self.max_body_size)
+            if half:
+                raise GrpcError(pb.Code.NOT_IMPLEMENTED, "transactional messages are not served by this endpoint yet")
+            msgs.append(msg)
+        if len(msgs) == 1:
+            group = request.messages[0].system_properties.message_group
+            if group:
+                result = await self.producer.send(msgs[0], selector=_by_message_group, arg=group)
+            else:
+                result = await self.producer.send(msgs[0])
+            ids = [msgs[0].properties["UNIQ_KEY"]]
+        else:
+            result = await self.producer.send_batch(msgs)
+            ids = [m.properties["UNIQ_KEY"] for m in msgs]
+        code = _SEND_STATUS_CODES.get(str(result.send_status.name), pb.Code.INTERNAL_SERVER_ERROR)
+        if code != OK:  # convertToSendMessageResponse: a stored-but-degraded status is a failure entry
+            bad = status(code, f"send message failed, sendStatus={result.send_status.name}")
+            return spb.SendMessageResponse(status=bad, entries=[spb.SendResultEntry(status=bad) for _ in ids])
+        entries = [
+            spb.SendResultEntry(
+                status=status(OK),
+                message_id=msg_id,
+                transaction_id=result.transaction_id or "",
+                offset=result.queue_offset + i,
+            )
+            for i, msg_id in enumerate(ids)
+        ]
+        return spb.SendMessageResponse(status=status(OK), entries=entries)
+
+
+#: ``convertToSendMessageResponse``: SendStatus → the entry's code.
+_SEND_STATUS_CODES: Final[dict[str, int]] = {
+    "SEND_OK": pb.Code.OK,
+    "FLUSH_DISK_TIMEOUT": pb.Code.MASTER_PERSISTENCE_TIMEOUT,
+    "FLUSH_SLAVE_TIMEOUT": pb.Code.SLAVE_PERSISTENCE_TIMEOUT,
+    "SLAVE_NOT_AVAILABLE": pb.Code.HA_NOT_AVAILABLE,
+}
+
+
+def _by_message_group(queues: Sequence[MessageQueue], msg: Message, group: object) -> MessageQueue:
+    """``SendMessageQueueSelector`` with a sharding key: Guava's consistent hash of the group's
+    ``String.hashCode`` over the write queues."""
+    return queues[consistent_hash(java_string_hash(str(group)), len(queues))]
+
+
+def _client_id(context: Any) -> str:
+    """The ``x-mq-client-id`` metadata the SDKs send with every call."""
+    for key, value in context.invocation_metadata() or ():
+        if key == "x-mq-client-id":
+            return str(value)
+    return ""
+
+
+__all__ = ["MessagingService", "producer_settings"]
