@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Final, TypeVar
 
@@ -29,6 +31,7 @@ from ...errors import EXIT_USAGE, fail
 
 if TYPE_CHECKING:
     from rocketpipe.client import Admin, MessageExt
+    from rocketpipe.client.config import SessionCredentials, TlsClientConfig
 
 T = TypeVar("T")
 
@@ -55,13 +58,48 @@ def console() -> Console:
     return Console(highlight=False, soft_wrap=False, width=width)
 
 
+@dataclass(frozen=True)
+class AdminConnection:
+    """How every ``rocketpipe admin`` command connects: the ACL credentials and TLS settings given
+    to the ``admin`` group (``rocketpipe admin --access-key K --secret-key S --use-tls ... topicList``,
+    mqadmin's ``AclClientRPCHook`` and ``tls.enable``); None: unsigned / plain TCP."""
+
+    credentials: SessionCredentials | None = None
+    tls: TlsClientConfig | None = None
+
+    def __repr__(self) -> str:  # never print a secret (the TLS key password included)
+        ak = None if self.credentials is None else self.credentials.access_key
+        return f"AdminConnection(access_key={ak!r}, tls={self.tls is not None})"
+
+
+#: the connection of the ``admin`` invocation running in this context (typer >= 0.29 vendors its
+#: own click, so the click context is not reachable through ``click.get_current_context``)
+_CONNECTION: ContextVar[AdminConnection | None] = ContextVar("rocketpipe_admin_connection", default=None)
+
+
+def set_connection(ctx: typer.Context, connection: AdminConnection) -> None:
+    """Make ``connection`` the one of the commands run under ``ctx`` (the ``admin`` group's
+    context: kept in ``ctx.meta["rocketpipe.admin.connection"]``, forgotten when ``ctx`` closes)."""
+    ctx.meta["rocketpipe.admin.connection"] = connection
+    token = _CONNECTION.set(connection)
+    ctx.call_on_close(lambda: _CONNECTION.reset(token))
+
+
+def current_connection() -> AdminConnection:
+    """The connection settings of the running ``admin`` group (plain and unsigned outside one)."""
+    return _CONNECTION.get() or AdminConnection()
+
+
 def run_admin(namesrv: str, fn: Callable[[Admin], Awaitable[T]]) -> T:
-    """Open an :class:`~rocketpipe.client.Admin` on ``namesrv``, run ``fn`` with it, close it."""
+    """Open an :class:`~rocketpipe.client.Admin` on ``namesrv`` (signed and over TLS as the
+    ``admin`` group's options say, see :func:`current_connection`), run ``fn`` with it, close it."""
+    connection = current_connection()
 
     async def main() -> T:
-        from rocketpipe.client import Admin
+        from rocketpipe.client import Admin, ClientConfig
 
-        async with Admin(namesrv) as admin:
+        config = ClientConfig(namesrv_addr=namesrv, credentials=connection.credentials).with_tls(connection.tls)
+        async with Admin(config=config) as admin:
             return await fn(admin)
 
     return eventloop.run(main())
