@@ -39,7 +39,32 @@ Options (names are case-insensitive; every value is a string):
                            count, short queue ranges sharing one (rocketpipe's own option).
 ``clientFactory``          advanced/testing: ``module:callable`` returning an admin client with
                            ``SyncAdmin``'s methods; called with the name-server address.
+``includeHeaders``         ``true``: add Kafka's ``headers`` column (``array<struct<key:string,
+                           value:binary>>``): the message's user properties in stored order,
+                           values UTF-8 (default ``false``).
 =========================  ========================================================================
+
+Connection options of the source and the sink (:class:`ConnectionOptions`; names as Java's
+``ClientConfig`` / ``TlsSystemConfig``):
+
+=============================  ====================================================================
+``accessKey``, ``secretKey``   ACL 1.0 account: every request is signed (Java's
+                               ``AclClientRPCHook``); give both or neither.
+``securityToken``              optional STS token sent with the signed requests (needs the keys).
+``useTLS``                     ``true``: every connection speaks TLS (``ClientConfig.useTLS``).
+``tls.client.trustCertPath``   PEM CA certificates the servers' certificates must chain to
+                               (default: the system's CAs).
+``tls.client.certPath``        PEM client certificate for mutual TLS.
+``tls.client.keyPath``         its PEM private key (default: in the certificate file).
+``tls.client.keyPassword``     password of an encrypted key.
+``tls.test.mode.enable``       ``true``: do not verify the servers' certificates.
+=============================  ====================================================================
+
+The secrets (``secretKey``, ``securityToken``, ``tls.client.keyPassword``) never appear in a
+``repr``, a log line or an error message of this package; Spark itself redacts options whose
+names match ``spark.redaction.regex`` (by default ``secret``, ``password``, ``token`` and
+``access.key``) in plans and the UI. The ``tls.*`` files are read where a client opens: on the
+driver (source) and on every executor, at the same paths.
 
 Sink options are parsed by :func:`parse_sink_options` into :class:`SinkOptions` and raise
 :class:`SinkOptionError`; they are listed in that function's docstring.
@@ -53,11 +78,33 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from ..errors import InvalidArgumentError
 from ..protocol.message import MessageQueue
 from .offsets import OffsetSpec, TimestampSpec, parse_offset_spec, parse_timestamp_spec
+
+if TYPE_CHECKING:
+    from ..client.config import ClientConfig
+
+#: The connection options of the source and the sink (lower-cased; see :class:`ConnectionOptions`).
+CONNECTION_OPTIONS: Final = frozenset(
+    {
+        "accesskey",
+        "secretkey",
+        "securitytoken",
+        "usetls",
+        "tls.client.trustcertpath",
+        "tls.client.certpath",
+        "tls.client.keypath",
+        "tls.client.keypassword",
+        "tls.test.mode.enable",
+    }
+)
+_CONNECTION_HINT: Final = (
+    "accessKey, secretKey, securityToken, useTLS, tls.client.trustCertPath, tls.client.certPath, "
+    "tls.client.keyPath, tls.client.keyPassword, tls.test.mode.enable"
+)
 
 #: Options this source knows (lower-cased, as Spark stores them).
 KNOWN_OPTIONS: Final = frozenset(
@@ -88,9 +135,11 @@ KNOWN_OPTIONS: Final = frozenset(
         "pushfilters",
         "fetchoffset.numretries",
         "fetchoffset.retryintervalms",
+        "includeheaders",
         # Spark adds "path" for load(path); tolerated and ignored.
         "path",
     }
+    | CONNECTION_OPTIONS
 )
 #: The end of the message naming unknown source options.
 _SOURCE_UNKNOWN_HINT: Final = (
@@ -100,12 +149,64 @@ _SOURCE_UNKNOWN_HINT: Final = (
     "endingOffsetsByTimestamp, maxOffsetsPerTrigger, minOffsetsPerTrigger, maxTriggerDelay, failOnDataLoss, "
     "pullBatchSize, pullTimeoutMs, "
     "pullConcurrency, minPartitions, maxRecordsPerPartition, numPartitions, pushFilters, "
-    "fetchOffset.numRetries, fetchOffset.retryIntervalMs"
+    "fetchOffset.numRetries, fetchOffset.retryIntervalMs, includeHeaders, " + _CONNECTION_HINT
 )
 
 DEFAULT_PULL_BATCH_SIZE: Final = 1024
 DEFAULT_PULL_TIMEOUT_MS: Final = 10_000
 DEFAULT_PULL_CONCURRENCY: Final = 8
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionOptions:
+    """ACL credentials and TLS settings of the source's and the sink's clients (picklable: they
+    travel to the executors inside the input partitions and the writer).
+
+    Attributes mirror :class:`rocketpipe.client.config.ClientConfig` (Java ``ClientConfig`` with
+    ``AclClientRPCHook`` and ``TlsSystemConfig``): ``access_key`` / ``secret_key`` /
+    ``security_token`` (``SessionCredentials``), ``use_tls`` and the ``tls_client_*`` paths,
+    password and ``tls_test_mode_enable``. ``repr`` shows the access key and whether TLS is on,
+    never a secret.
+    """
+
+    access_key: str | None = None
+    secret_key: str | None = None
+    security_token: str | None = None
+    use_tls: bool = False
+    tls_client_trust_cert_path: str | None = None
+    tls_client_cert_path: str | None = None
+    tls_client_key_path: str | None = None
+    tls_client_key_password: str | None = None
+    tls_test_mode_enable: bool = False
+
+    def __repr__(self) -> str:
+        return f"ConnectionOptions(access_key={self.access_key!r}, use_tls={self.use_tls})"
+
+    def client_config(self, name_server: str) -> ClientConfig:
+        """The client settings for ``name_server`` (``host:port[;host:port]``): signed when the
+        keys are set, TLS with ``use_tls``.
+
+        Raises:
+            InvalidArgumentError: a ``tls.client.*`` file does not exist (here, on this machine),
+                or a key path without a certificate path.
+        """
+        from ..client.config import ClientConfig, SessionCredentials
+
+        credentials = (
+            None
+            if self.access_key is None or self.secret_key is None
+            else SessionCredentials(self.access_key, self.secret_key, self.security_token)
+        )
+        return ClientConfig(
+            namesrv_addr=name_server,
+            credentials=credentials,
+            use_tls=self.use_tls,
+            tls_client_trust_cert_path=self.tls_client_trust_cert_path,
+            tls_client_cert_path=self.tls_client_cert_path,
+            tls_client_key_path=self.tls_client_key_path,
+            tls_client_key_password=self.tls_client_key_password,
+            tls_test_mode_enable=self.tls_test_mode_enable,
+        )
 
 
 class SourceOptionError(InvalidArgumentError):
@@ -157,6 +258,8 @@ class SourceOptions:
         push_filters: ``pushFilters``: the batch reader takes the filters Spark pushes down
             (Spark then also needs ``spark.sql.python.filterPushdown.enabled=true``); default
             ``False``.
+        include_headers: ``includeHeaders``: rows have Kafka's ``headers`` column too.
+        connection: ACL credentials and TLS settings (:class:`ConnectionOptions`).
     """
 
     name_server: str
@@ -183,6 +286,8 @@ class SourceOptions:
     fetch_offset_retry_interval_ms: int = 10
     min_partitions: int | None = None
     max_records_per_partition: int | None = None
+    include_headers: bool = False
+    connection: ConnectionOptions = ConnectionOptions()
 
 
 def _get(options: Mapping[str, str], name: str) -> str | None:
@@ -262,6 +367,53 @@ def _parse_bool(options: Mapping[str, str], name: str, default: bool) -> bool:
     if low in ("true", "false"):
         return low == "true"
     raise SourceOptionError(f"option {name}={raw!r} is not a boolean; use 'true' or 'false'")
+
+
+def parse_connection_options(lowered: Mapping[str, str], error: type[InvalidArgumentError]) -> ConnectionOptions:
+    """The connection options (see the module docstring) of lower-cased Spark options.
+
+    Raises:
+        error: only one of ``accessKey`` / ``secretKey``, ``securityToken`` without them, a
+            ``tls.*`` option without ``useTLS=true``, or a boolean that is not true/false. The
+            message never contains a secret's value.
+    """
+    access_key, secret_key = _get(lowered, "accessKey"), _get(lowered, "secretKey")
+    token = _get(lowered, "securityToken")
+    if (access_key is None) != (secret_key is None):
+        raise error("options accessKey and secretKey go together; set both (or neither, for a cluster without ACL)")
+    if token is not None and access_key is None:
+        raise error("option securityToken needs accessKey and secretKey")
+
+    def flag(name: str) -> bool:
+        try:
+            return _parse_bool(lowered, name, False)
+        except SourceOptionError as exc:
+            raise error(str(exc)) from None
+
+    use_tls = flag("useTLS")
+    test_mode = flag("tls.test.mode.enable")
+    paths = {
+        name: _get(lowered, name)
+        for name in ("tls.client.trustCertPath", "tls.client.certPath", "tls.client.keyPath", "tls.client.keyPassword")
+    }
+    given = [name for name, value in paths.items() if value is not None] + (
+        ["tls.test.mode.enable"] if test_mode else []
+    )
+    if given and not use_tls:
+        raise error(f"option(s) {', '.join(given)} need useTLS=true")
+    if paths["tls.client.keyPath"] is not None and paths["tls.client.certPath"] is None:
+        raise error("option tls.client.keyPath needs tls.client.certPath (the client certificate)")
+    return ConnectionOptions(
+        access_key=access_key,
+        secret_key=secret_key,
+        security_token=token,
+        use_tls=use_tls,
+        tls_client_trust_cert_path=paths["tls.client.trustCertPath"],
+        tls_client_cert_path=paths["tls.client.certPath"],
+        tls_client_key_path=paths["tls.client.keyPath"],
+        tls_client_key_password=paths["tls.client.keyPassword"],
+        tls_test_mode_enable=test_mode,
+    )
 
 
 def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -360,6 +512,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         assigned=assigned,
         min_partitions=min_partitions,
         max_records_per_partition=max_records,
+        include_headers=_parse_bool(lowered, "includeHeaders", False),
+        connection=parse_connection_options(lowered, SourceOptionError),
     )
 
 
@@ -465,11 +619,13 @@ SINK_KNOWN_OPTIONS: Final = frozenset(
         "path",
         "checkpointlocation",
     }
+    | CONNECTION_OPTIONS
 )
 #: The end of the message naming unknown sink options.
 _SINK_UNKNOWN_HINT: Final = (
     "for the rocketmq sink; known options are nameServer, topic, "
-    "producerGroup, batchSize, batchBytes, maxInFlight, sendTimeoutMs, retries, maxMessageSize, writerInput"
+    "producerGroup, batchSize, batchBytes, maxInFlight, sendTimeoutMs, retries, maxMessageSize, writerInput, "
+    + _CONNECTION_HINT
 )
 
 #: ``DefaultMQProducer.maxMessageSize`` (4 MiB): the cap of one message or one encoded batch.
@@ -505,6 +661,7 @@ class SinkOptions:
         max_message_size: max body / encoded batch size in bytes (``maxMessageSize``).
         writer_input: ``"arrow"`` (Spark hands ``write()`` Arrow record batches; the default)
             or ``"rows"`` (Spark builds a ``Row`` per record; slower, kept for comparison).
+        connection: ACL credentials and TLS settings of the producers (:class:`ConnectionOptions`).
     """
 
     name_server: str
@@ -517,6 +674,7 @@ class SinkOptions:
     retries: int
     max_message_size: int
     writer_input: str
+    connection: ConnectionOptions = ConnectionOptions()
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
@@ -538,6 +696,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     ``maxMessageSize``         bytes (default 4 MiB, as ``DefaultMQProducer.maxMessageSize``;
                                must not exceed the broker's ``maxMessageSize``).
     ``writerInput``            advanced: ``arrow`` (default) or ``rows`` (Spark's Row writer).
+    ``accessKey`` ...          the connection options of the module docstring (ACL, TLS).
     =========================  ====================================================================
 
     Returns:
@@ -577,4 +736,5 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         retries=parse("retries", DEFAULT_SEND_RETRIES, 0, 16),
         max_message_size=max_message_size,
         writer_input=writer_input,
+        connection=parse_connection_options(lowered, SinkOptionError),
     )

@@ -33,7 +33,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Final, Protocol, TypeVar
 
@@ -65,7 +65,7 @@ from .offsets import (
     resolve_timestamps,
     split_ranges,
 )
-from .options import SourceOptions
+from .options import ConnectionOptions, SourceOptions
 from .pushdown import PushedFilters, narrow, push_filters
 
 log = logging.getLogger(__name__)
@@ -114,6 +114,8 @@ class ClientSpec:
         pull_concurrency: pulls kept in flight per task.
         fail_on_data_loss: raise :class:`DataLossError` (``True``) or skip lost messages.
         columns: the columns each batch keeps, in order (``None`` = all of :data:`~rocketpipe.spark.decode.ARROW_SCHEMA`).
+        connection: ACL credentials and TLS settings of the clients (not used by a
+            ``client_factory`` client); its ``repr`` hides the secrets.
     """
 
     name_server: str
@@ -123,6 +125,7 @@ class ClientSpec:
     pull_concurrency: int
     fail_on_data_loss: bool
     columns: tuple[str, ...] | None = None
+    connection: ConnectionOptions = field(default_factory=ConnectionOptions)
 
     @classmethod
     def from_options(cls, options: SourceOptions) -> ClientSpec:
@@ -135,6 +138,7 @@ class ClientSpec:
             options.pull_concurrency,
             options.fail_on_data_loss,
             options.columns,
+            options.connection,
         )
 
 
@@ -154,7 +158,7 @@ def make_admin(spec: ClientSpec) -> AdminClient:
         return client
     from ..client import SyncAdmin
 
-    admin: AdminClient = SyncAdmin(namesrv_addr=spec.name_server)
+    admin: AdminClient = SyncAdmin(config=spec.connection.client_config(spec.name_server))
     return admin
 
 
@@ -254,8 +258,10 @@ class _LoopPuller:
         self._thread = threading.Thread(target=self._run, name="rocketmq-pull-loop", daemon=True)
         self._thread.start()
 
+        config = spec.connection.client_config(spec.name_server)
+
         async def make() -> Admin:
-            return Admin(spec.name_server)
+            return Admin(config=config)
 
         try:
             self._admin = asyncio.run_coroutine_threadsafe(make(), loop).result()

@@ -471,7 +471,7 @@ class PartitionSender:
         o = self._opts
         return Producer(
             o.producer_group,
-            namesrv_addr=o.name_server,
+            config=o.connection.client_config(o.name_server),
             send_msg_timeout=o.send_timeout_s,
             retry_times_when_send_failed=o.retries,
             max_message_size=o.max_message_size,
