@@ -4,7 +4,8 @@ A frozen dataclass with Java ``ClientConfig`` names in snake_case and Java defau
 are seconds (floats); :mod:`rocketpipe.client.rpc` converts them to wire milliseconds.
 Imports only the standard library, :mod:`rocketpipe.errors`, :mod:`rocketpipe.acl`
 (:class:`SessionCredentials`, re-exported here) and :mod:`rocketpipe.transport.tls`
-(:class:`TlsClientConfig`, which checks the TLS settings).
+(:class:`TlsClientConfig`, which checks the TLS settings); ``prometheus_client`` for typing only
+(``metrics_registry``).
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ..acl.signer import SessionCredentials
 from ..errors import InvalidArgumentError
 from ..transport.tls import TlsClientConfig
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
 __all__ = ["DEFAULT_INSTANCE_NAME", "ClientConfig", "SessionCredentials", "TlsClientConfig"]
 
@@ -63,6 +67,13 @@ class ClientConfig:
         tls_client_key_password: password of an encrypted key (``tls.client.keyPassword``).
         tls_test_mode_enable: skip the server certificate and host name checks
             (``tls.test.mode.enable``; Java's default is true, rocketpipe's False).
+        metrics: record the client metrics of the 5.x Java client (``rocketmq_send_cost_time``,
+            ``rocketmq_delivery_latency``, ``rocketmq_await_time``, ``rocketmq_process_time``,
+            ``rocketmq_consumer_cached_messages`` / ``_bytes``; see
+            :mod:`rocketpipe.client.metrics`). Mirrors the 5.x client's metric switch (which its
+            proxy turns on through telemetry settings). Default False: nothing is registered.
+        metrics_registry: the ``prometheus_client.CollectorRegistry`` the samples go to; None:
+            the global ``prometheus_client.REGISTRY`` (what ``start_http_server`` serves).
 
     Raises:
         InvalidArgumentError: a bad setting; a TLS file that does not exist. The TLS files are
@@ -87,6 +98,8 @@ class ClientConfig:
     tls_client_key_path: str | None = None
     tls_client_key_password: str | None = None
     tls_test_mode_enable: bool = False
+    metrics: bool = False
+    metrics_registry: CollectorRegistry | None = None
 
     def __post_init__(self) -> None:
         if self.use_tls:
@@ -104,6 +117,8 @@ class ClientConfig:
                 raise InvalidArgumentError(f"{name} must be > 0 seconds")
         if self.trace_msg_batch_num < 1:
             raise InvalidArgumentError("trace_msg_batch_num must be >= 1")
+        if self.metrics_registry is not None and not hasattr(self.metrics_registry, "register"):
+            raise InvalidArgumentError("metrics_registry must be a prometheus_client.CollectorRegistry")
         if self.pull_time_delay_when_exception < 0:
             raise InvalidArgumentError("pull_time_delay_when_exception must be >= 0 seconds")
 

@@ -23,6 +23,12 @@ read — before anything else can run: before the worker waits (for batches, or 
 that does wait), before a batch that is not a plain success, when the next batch is of another
 queue. Other tasks never see a note unsettled. Everything else (failures, send-back, dropped
 queues, listeners that wait) takes the per-call path, as before.
+
+Client metrics (with a :class:`~rocketpipe.client.metrics.ClientMeter`, ``ClientConfig.metrics``;
+Java's ``MessageMeterInterceptor``): per pulled batch in :meth:`ConcurrentDispatcher.submit`, the
+delivery latency (now − the first message's store time) and the arrival time carried by each
+request; per listener call, the await time (start − arrival) and the process time of its
+messages (acknowledged: ``success``, the rest ``failure``). Without a meter, one attribute test.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from typing import Final
 
 from ...protocol.message import MessageExt, MessageQueue
 from .._tasks import TaskOwner
+from ..metrics import ClientMeter
 from .consume_pool import MAX_CALLS_PER_HOP as MAX_CALLS_PER_HOP
 from .consume_pool import ConsumePool
 from .listener import (
@@ -47,7 +54,7 @@ from .listener import (
 )
 from .offsets import RemoteOffsetStore
 from .process_queue import ProcessQueue
-from .retry import retry_topic
+from .retry import listener_topic, retry_topic
 from .stats import ConsumerStats
 
 log = logging.getLogger(__name__)
@@ -71,6 +78,7 @@ class ConsumeRequest:
     msgs: list[MessageExt]
     pq: ProcessQueue
     mq: MessageQueue
+    arrived: float = 0.0  # time.monotonic() of the pull that brought the batch (metrics only)
 
 
 def ack_index_for(status: ConsumeConcurrentlyStatus, context_ack_index: int, size: int) -> int:
@@ -107,6 +115,7 @@ class ConcurrentDispatcher:
         now_ms: wall clock in ms (``CONSUME_START_TIME``, and the statistics' windows).
         stats: where consume statistics go (also read by the pull loop through
             :attr:`stats`); a new :class:`ConsumerStats` over ``now_ms`` when None.
+        meter: where the client metrics go (``ClientConfig.metrics``); None: none recorded.
 
     Attributes:
         stats: the consume statistics (``ConsumerStatsManager``).
@@ -125,8 +134,11 @@ class ConcurrentDispatcher:
         consume_message_batch_max_size: int,
         now_ms: Callable[[], int],
         stats: ConsumerStats | None = None,
+        meter: ClientMeter | None = None,
     ) -> None:
         self._group = group
+        self._meter = meter
+        self._arrived = 0.0  # the arrival stamp of the batch being submitted (metrics only)
         self._pool: ConsumePool[ConsumeRequest, ProcessQueue] = ConsumePool(
             listener,
             group,
@@ -134,7 +146,7 @@ class ConcurrentDispatcher:
             name="consume",
             consume_thread_max=consume_thread_max,
             consume_message_batch_max_size=consume_message_batch_max_size,
-            make_request=ConsumeRequest,
+            make_request=ConsumeRequest if meter is None else self._stamped_request,
             consume=self._consume,
             consume_many=self._consume_in_one_hop,
             logger=log,
@@ -167,7 +179,17 @@ class ConcurrentDispatcher:
 
     def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         """Queue ``msgs`` (already in ``pq``) in batches of ``consume_message_batch_max_size``."""
+        meter = self._meter
+        if meter is not None and msgs:
+            first = msgs[0]
+            meter.record_delivery(
+                listener_topic(first, self._retry_topic), self._group, self._now_ms() - first.store_timestamp
+            )
+            self._arrived = time.monotonic()
         self._pool.submit(msgs, pq, mq)
+
+    def _stamped_request(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> ConsumeRequest:
+        return ConsumeRequest(msgs, pq, mq, self._arrived)
 
     def pending(self) -> int:
         """Return the number of queued (not yet started) batches."""
@@ -197,12 +219,17 @@ class ConcurrentDispatcher:
             self._stamp = str(self._now_ms())
             self._stamp_at = begin
         stamp_batch(msgs, self._retry_topic, self._stamp)
+        meter = self._meter
+        if meter is not None and msgs:
+            meter.record_await(msgs[0].topic, self._group, begin - req.arrived)
         ctx = ConsumeConcurrentlyContext(req.mq)
         status = self._runner.call_eagerly(list(msgs), ctx, self._settle_cb)
         if not isinstance(status, ConsumeConcurrentlyStatus):
             return self._finish_waited(req, ctx, status, begin)
         rt = time.monotonic() - begin
         if status is _SUCCESS and ctx.ack_index >= len(msgs) - 1 and msgs and not pq.dropped:
+            if meter is not None:
+                meter.record_process(msgs[0].topic, self._group, rt, len(msgs), 0)
             if self._noted_pq is None:
                 self._noted_pq = pq
                 self._noted_mq = req.mq
@@ -250,6 +277,10 @@ class ConcurrentDispatcher:
         """After a listener call: record its RT, then process the result unless the queue was
         dropped meanwhile (``ConsumeRequest.run``)."""
         self.stats.inc_consume_rt(self._group, req.mq.topic, rt_ms)
+        meter = self._meter
+        if meter is not None and req.msgs:
+            ack = ack_index_for(status, ctx.ack_index, len(req.msgs))
+            meter.record_process(req.msgs[0].topic, self._group, rt_ms / 1000, ack + 1, len(req.msgs) - ack - 1)
         if req.pq.dropped:
             log.info("queue dropped while consuming, result discarded group=%s mq=%s", self._group, req.mq)
             return
@@ -263,6 +294,8 @@ class ConcurrentDispatcher:
         calls = [(req, self._prepare(req, start)) for req in reqs if not req.pq.dropped]
         if not calls:
             return
+        if self._meter is not None:
+            self._record_await([req for req, _ in calls])
         outcomes = await self._runner.call_in_one_hop([(req.msgs, ctx) for req, ctx in calls])
         for (req, ctx), (status, rt_ms) in zip(calls, outcomes, strict=False):
             await self._finish(req, ctx, status, rt_ms)
@@ -272,8 +305,18 @@ class ConcurrentDispatcher:
         if req.pq.dropped:
             return
         ctx = self._prepare(req, self._now_ms())
+        if self._meter is not None:
+            self._record_await([req])
         status, rt_ms = await self._runner.call(req.msgs, ctx)
         await self._finish(req, ctx, status, rt_ms)
+
+    def _record_await(self, reqs: list[ConsumeRequest]) -> None:
+        """``rocketmq_await_time`` of prepared requests about to be consumed (meter set)."""
+        assert self._meter is not None
+        now = time.monotonic()
+        for req in reqs:
+            if req.msgs:
+                self._meter.record_await(req.msgs[0].topic, self._group, now - req.arrived)
 
     async def process_consume_result(
         self, status: ConsumeConcurrentlyStatus, ctx: ConsumeConcurrentlyContext, req: ConsumeRequest
@@ -304,7 +347,9 @@ class ConcurrentDispatcher:
         if failed_local:
             ids = {id(m) for m in failed_local}
             remaining = [m for m in msgs if id(m) not in ids]
-            self._tasks.spawn(self._resubmit_later(ConsumeRequest(failed_local, req.pq, req.mq)), "local-retry")
+            self._tasks.spawn(
+                self._resubmit_later(ConsumeRequest(failed_local, req.pq, req.mq, req.arrived)), "local-retry"
+            )
         offset = req.pq.remove_messages(remaining)
         if offset >= 0 and not req.pq.dropped:
             self._store.update_offset(req.mq, offset, increase_only=True)

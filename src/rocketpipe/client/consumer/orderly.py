@@ -38,6 +38,8 @@ import asyncio
 import enum
 import inspect
 import logging
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -49,10 +51,12 @@ from ...protocol.command import RemotingCommand
 from ...protocol.headers.lock import LockBatchMqRequestHeader, UnlockBatchMqRequestHeader
 from ...protocol.message import MessageExt, MessageQueue
 from .._tasks import TaskOwner
+from ..metrics import ClientMeter
 from .listener import ListenerRunner, prepare_batch
 from .process_queue import ProcessQueue
 from .pull import PullRequest
 from .push_controls import ControlledPullLoop
+from .retry import listener_topic, retry_topic
 from .stats import ConsumerStats
 
 if TYPE_CHECKING:
@@ -178,6 +182,7 @@ class OrderlyProcessQueue(ProcessQueue):
     """
 
     __slots__ = (
+        "_arrivals",
         "_consume_lock",
         "_uncommitted",
         "consuming",
@@ -196,6 +201,21 @@ class OrderlyProcessQueue(ProcessQueue):
         self.try_unlock_times = 0
         self._uncommitted: list[MessageExt] = []
         self._consume_lock: asyncio.Lock | None = None
+        self._arrivals: deque[tuple[int, float]] = deque()  # (last offset, monotonic time); metrics only
+
+    def note_arrival(self, last_offset: int, at: float) -> None:
+        """Metrics: messages up to queue offset ``last_offset`` arrived at ``at`` (``time.monotonic()``)."""
+        self._arrivals.append((last_offset, at))
+
+    def arrival_of(self, offset: int) -> float | None:
+        """Metrics: when the message at ``offset`` arrived (per pulled batch; None: unknown).
+
+        Forgets the batches wholly below ``offset`` (messages are taken in offset order).
+        """
+        arrivals = self._arrivals
+        while arrivals and arrivals[0][0] < offset:
+            arrivals.popleft()
+        return arrivals[0][1] if arrivals else None
 
     @property
     def consume_lock(self) -> asyncio.Lock:
@@ -435,6 +455,10 @@ class OrderlyDispatcher:
         now_ms: wall clock, ms (also the statistics' windows).
         stats: where consume statistics go (also read by the pull loop through
             :attr:`stats`); a new :class:`ConsumerStats` over ``now_ms`` when None.
+        meter: where the client metrics go (``ClientConfig.metrics``): per pulled batch the
+            delivery latency (now − first store time); per listener call the await time (since
+            the pull that brought its first message) and the process time (``SUCCESS`` /
+            ``COMMIT``: ``success``, else ``failure``). None: none recorded.
 
     Attributes:
         stats: the consume statistics (``ConsumerStatsManager``).
@@ -456,8 +480,11 @@ class OrderlyDispatcher:
         max_reconsume_times: int,
         now_ms: Callable[[], int],
         stats: ConsumerStats | None = None,
+        meter: ClientMeter | None = None,
     ) -> None:
         self._group = group
+        self._meter = meter
+        self._retry_topic = retry_topic(group)
         self._runner = ListenerRunner(
             listener,
             status_type=ConsumeOrderlyStatus,
@@ -498,6 +525,13 @@ class OrderlyDispatcher:
         """Pulled messages are in ``pq``: start the queue's consume task unless one runs."""
         if self._closing or not isinstance(pq, OrderlyProcessQueue) or pq.dropped:
             return
+        meter = self._meter
+        if meter is not None and msgs:
+            first = msgs[0]
+            meter.record_delivery(
+                listener_topic(first, self._retry_topic), self._group, self._now_ms() - first.store_timestamp
+            )
+            pq.note_arrival(msgs[-1].queue_offset, time.monotonic())
         if not pq.consuming:
             pq.consuming = True
             self._spawn(pq, mq, 0.0)
@@ -566,6 +600,10 @@ class OrderlyDispatcher:
                     self._in_batch.add(me)
                 try:
                     prepare_batch(msgs, self._group, self._now_ms())
+                    if self._meter is not None:
+                        arrived = pq.arrival_of(msgs[0].queue_offset)
+                        if arrived is not None:
+                            self._meter.record_await(msgs[0].topic, self._group, time.monotonic() - arrived)
                     ctx = ConsumeOrderlyContext(message_queue=mq)
                     status = await self._call_listener(msgs, ctx)
                     delay = await self._process_result(msgs, status, ctx, pq, mq)
@@ -578,6 +616,10 @@ class OrderlyDispatcher:
         """Call the listener once; record its RT; return its status (failures: SUSPEND)."""
         status, rt_ms = await self._runner.call(msgs, ctx)
         self.stats.inc_consume_rt(self._group, ctx.message_queue.topic, rt_ms)
+        if self._meter is not None and msgs:
+            ok = status in (ConsumeOrderlyStatus.SUCCESS, ConsumeOrderlyStatus.COMMIT)
+            n = len(msgs)
+            self._meter.record_process(msgs[0].topic, self._group, rt_ms / 1000, n if ok else 0, 0 if ok else n)
         return status
 
     async def _check_reconsume_times(self, msgs: list[MessageExt]) -> bool:

@@ -12,7 +12,9 @@ OFFSET_ILLEGAL) applying its results through :class:`~.rebalance_push.PushRebala
 send-back decision (:class:`~.send_back.SendBack`); POP mode (:mod:`.pop_push`) when the broker
 assigns queues; the running info (:mod:`.running_info`); with ``enable_msg_trace``, the
 trace hook (:class:`~rocketpipe.client.trace.hooks.ConsumeTraceHook`, SubBefore / SubAfter
-records) among the consume hooks.
+records) among the consume hooks; with ``ClientConfig.metrics``, a
+:class:`~rocketpipe.client.metrics.ClientMeter` (made at start, closed at shutdown) given to the
+dispatcher, and the process queues exported as the cached-messages/bytes gauges.
 
 Shutdown order (``shutdown``): stop rebalancing and pulling, wait for the batches being
 consumed, flush the traces, persist every offset, UNREGISTER_CLIENT, close the runtime.
@@ -33,6 +35,7 @@ from ...protocol.message import MessageExt, MessageQueue
 from .._tasks import TaskOwner, periodic
 from ..config import ClientConfig
 from ..inbound import ConsumeMessageDirectlyResult, consume_directly, install_consumer_handlers
+from ..metrics import ClientMeter, client_meter
 from ..runtime import ClientRuntime
 from .allocate import AllocateStrategy, allocate_averagely
 from .common import check_client_in_broker, check_consumer_group, resolve_runtime, start_consume_trace
@@ -297,6 +300,7 @@ class PushConsumer:
         self._start_ms = 0
         self._dispatcher: ConcurrentDispatcher | OrderlyDispatcher | None = None
         self._pull_loop: PullLoop | None = None
+        self._meter: ClientMeter | None = None
         self._control_tasks: list[asyncio.Task[None]] = []
         self._started = False
         self._closed = False
@@ -484,6 +488,9 @@ class PushConsumer:
             self._trace = await start_consume_trace(rt, self.group, self.customized_trace_topic, self._clock)
             if self._trace is not None:
                 self._hooks.append(self._trace)
+        self._meter = client_meter(rt.config, rt.client_id)
+        if self._meter is not None:
+            self._meter.add_cached_source(self._cached_rows)
         self._pull_loop = await self._build_consumption()
         self._rebalance.bind(self._pull_loop, self._pop)
         await self._rebalancer.refresh_routes()
@@ -542,6 +549,7 @@ class PushConsumer:
                 suspend_current_queue_time_millis=self.suspend_current_queue_time_millis,
                 max_reconsume_times=self.max_reconsume_times,
                 now_ms=self._clock.now_ms,
+                meter=self._meter,
             )
             # Java skips the span check for orderly consumers.
             lim = self._settings.limits
@@ -571,6 +579,7 @@ class PushConsumer:
                 consume_thread_max=self.consume_thread_max,
                 consume_message_batch_max_size=self.consume_message_batch_max_size,
                 now_ms=self._clock.now_ms,
+                meter=self._meter,
             )
             pull_loop = ControlledPullLoop(
                 rt,
@@ -633,8 +642,21 @@ class PushConsumer:
         self._runtime.unregister_consumer(self.group)
         await self._runtime.unregister_client(consumer_group=self.group)
         await self._send_back.close()
+        if self._meter is not None:
+            self._meter.close()
+            self._meter = None
         if self._owns_runtime:
             await self._runtime.close()
+
+    def _cached_rows(self) -> list[tuple[str, str, int, int]]:
+        """Metrics (scrape thread): ``(topic, group, messages, body bytes)`` per held process queue
+        (``ProcessQueueGaugeObserver``); the table is copied in one C-level step."""
+        group = self.group
+        return [
+            (mq.topic, group, r.pq.msg_count, r.pq.msg_size)
+            for mq, r in self._queues.copy().items()
+            if not r.pq.dropped
+        ]
 
     async def __aenter__(self) -> PushConsumer:
         await self.start()

@@ -47,3 +47,12 @@ def restore_retry_topic(msg: MessageExt, group: str) -> None:
     original = msg.properties.get(PROPERTY_RETRY_TOPIC)
     if original and msg.topic == retry_topic(group):
         msg.topic = original
+
+
+def listener_topic(msg: MessageExt, retry: str) -> str:
+    """The topic a listener will see on ``msg`` (not changed): the ``RETRY_TOPIC`` property of a
+    message read from the retry topic ``retry``, else its topic (what
+    :func:`restore_retry_topic` would leave)."""
+    if msg.topic == retry:
+        return msg.properties.get(PROPERTY_RETRY_TOPIC) or msg.topic
+    return msg.topic

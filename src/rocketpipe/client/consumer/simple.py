@@ -20,6 +20,10 @@ subscribed topic even when the broker delivered it from the group's pop retry to
 Uses a :class:`~rocketpipe.client.runtime.ClientRuntime` for routes, heartbeats (consume type
 ``CONSUME_POP``) and connections; the POP_MESSAGE / ACK_MESSAGE / CHANGE_MESSAGE_INVISIBLETIME
 calls and the receipt handles live in :mod:`.pop_calls`, shared with the push consumer's POP mode.
+
+With ``ClientConfig.metrics``, each :meth:`SimpleConsumer.receive` that got messages records one
+``rocketmq_delivery_latency`` (now − the broker's pop time, ms), as Java's ``SimpleConsumer``
+records its receive (:class:`~rocketpipe.client.metrics.ClientMeter`).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from ...protocol.headers.pop import BatchAckMessageRequestBody, ConsumeInitMode,
 from ...protocol.message import MessageExt
 from ...protocol.sysflag import is_readable
 from ..config import ClientConfig
+from ..metrics import ClientMeter, client_meter
 from ..routing import MASTER_ID
 from ..runtime import ClientRuntime
 from .common import check_consumer_group, resolve_runtime
@@ -148,6 +153,7 @@ class SimpleConsumer:
         self._broker_index: dict[str, int] = {}
         self._started = False
         self._closed = False
+        self._meter: ClientMeter | None = None
         for topic, expr in (subscriptions or {}).items():
             self.subscribe(topic, expr)
 
@@ -202,6 +208,7 @@ class SimpleConsumer:
         rt = self._runtime
         rt.register_consumer(self)
         await rt.start()
+        self._meter = client_meter(rt.config, rt.client_id)
         for topic in list(self._subscriptions):
             try:
                 await rt.fetch_route(topic)
@@ -218,6 +225,9 @@ class SimpleConsumer:
         if self._closed:
             return
         self._closed = True
+        if self._meter is not None:
+            self._meter.close()
+            self._meter = None
         if self._started:
             self._runtime.unregister_consumer(self.group)
             await self._runtime.unregister_client(consumer_group=self.group)
@@ -324,6 +334,8 @@ class SimpleConsumer:
         if result.status is not PopStatus.FOUND:
             return []
         msgs = result.msg_found_list
+        if self._meter is not None and msgs and result.pop_time > 0:
+            self._meter.record_delivery(topic, self.group, self._clock.now_ms() - result.pop_time)
         if sub.is_sub_all or not sub.tags_set:
             return msgs
         # client-side re-filter on the tag strings (the broker filtered on hash codes)

@@ -25,6 +25,7 @@ import asyncio
 import ipaddress
 import logging
 import re
+import time
 from typing import TYPE_CHECKING, Final
 
 from ...clock import SYSTEM_CLOCK, Clock
@@ -39,6 +40,7 @@ from ...errors import (
     RouteNotFoundError,
     TopicNotExistError,
 )
+from ...protocol.codes import RequestCode
 from ...protocol.compression import compress_zlib
 from ...protocol.headers.send import SendMessageRequestHeaderV2
 from ...protocol.message import (
@@ -65,6 +67,7 @@ from ...protocol.names import (
 from ...protocol.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
 from .. import rpc
 from ..config import ClientConfig
+from ..metrics import ClientMeter, client_meter
 from ..request_reply import RequestCallback, RequestResponseFuture, create_correlation_id
 from ..routing import RoundRobinSelector, default_topic_publish_queues, publish_queues
 from ..rpc import SendResult, SendStatus
@@ -101,6 +104,11 @@ NOT_ALLOWED_SEND_TOPICS: Final = frozenset(
 def _ms_since(loop: asyncio.AbstractEventLoop, began: float) -> int:
     """Milliseconds from ``began`` (a ``loop.time()`` reading) until now."""
     return int((loop.time() - began) * 1000)
+
+
+def _messages_of(code: int, msg_id: str) -> int:
+    """Messages carried by one send request: a batch's ``msg_id`` joins its unique keys with commas."""
+    return msg_id.count(",") + 1 if code == RequestCode.SEND_BATCH_MESSAGE else 1
 
 
 def _ipv4_bytes(ip: str) -> bytes:
@@ -276,6 +284,7 @@ class Producer:
         self.enable_msg_trace = enable_msg_trace
         self.customized_trace_topic = customized_trace_topic
         self._tracer: SendTracer | None = None
+        self._meter: ClientMeter | None = None  # ClientConfig.metrics: made at start, dropped at close
         #: broker isolation and queue choice (``MQFaultStrategy``); its tables can be replaced
         self.mq_fault_strategy = MQFaultStrategy(clock.now_ms, send_latency_fault_enable)
 
@@ -318,6 +327,7 @@ class Producer:
                 )
                 if dispatcher is not None:
                     self._tracer = SendTracer(dispatcher, self.producer_group, self._clock)
+            self._meter = client_meter(self._runtime.config, self._runtime.client_id)
             self._started = True
 
     @property
@@ -330,6 +340,9 @@ class Producer:
         if self._closed:
             return
         self._closed = True
+        if self._meter is not None:
+            self._meter.close()
+            self._meter = None
         if self._tracer is not None:
             await self._tracer.dispatcher.close()
         if self._started:
@@ -590,13 +603,23 @@ class Producer:
         timeout: float,
         props: dict[str, str],
     ) -> SendResult:
-        """One send request (``sendKernelImpl``'s RPC), with its Pub trace when tracing."""
-        tracer = self._tracer
-        if tracer is None:
+        """One send request (``sendKernelImpl``'s RPC), with its Pub trace when tracing and its
+        ``rocketmq_send_cost_time`` observation with metrics (failure: the RPC raised)."""
+        tracer, meter = self._tracer, self._meter
+        if tracer is None and meter is None:
             return await rpc.send_message_ext(self._runtime.pool, addr, mq, code, ext, body, msg_id, timeout)
-        begin = tracer.now_ms()
-        result = await rpc.send_message_ext(self._runtime.pool, addr, mq, code, ext, body, msg_id, timeout)
-        tracer.on_sent(mq.topic, props, addr, len(body), begin, result)
+        begin = tracer.now_ms() if tracer is not None else 0
+        t0 = time.perf_counter()
+        try:
+            result = await rpc.send_message_ext(self._runtime.pool, addr, mq, code, ext, body, msg_id, timeout)
+        except Exception:
+            if meter is not None:
+                meter.record_send(mq.topic, time.perf_counter() - t0, False, _messages_of(code, msg_id))
+            raise
+        if meter is not None:
+            meter.record_send(mq.topic, time.perf_counter() - t0, True, _messages_of(code, msg_id))
+        if tracer is not None:
+            tracer.on_sent(mq.topic, props, addr, len(body), begin, result)
         return result
 
     async def send_batch(
