@@ -13,7 +13,10 @@ decoder
 4. splits the properties strings with ``pyarrow.compute`` into a ``map<string, string>``
    (Java's rules: segments split at the first ``\\x01``, empty names/values dropped, the last
    duplicate wins) and takes ``tags`` (``TAGS``), ``keys`` (``KEYS``) and ``msg_id``
-   (``UNIQ_KEY``, else the offsetMsgId computed from store host + commit-log offset) from it.
+   (``UNIQ_KEY``, else the offsetMsgId computed from store host + commit-log offset) from it;
+   with option ``includeHeaders``, Kafka's ``headers`` column is that map's user properties
+   (RocketMQ's system names such as ``TAGS``, ``UNIQ_KEY`` left out, as Java's
+   ``MessageConst.STRING_HASH_SET``), in stored order, values as UTF-8 bytes.
 
 Compressed bodies (sysflag bit ``0x1``) are decompressed one by one with
 :func:`rocketpipe.protocol.compression.decompress`. 5.x inner-batch records (BatchCQ) are not
@@ -38,6 +41,7 @@ import pyarrow.compute as pc
 from ..errors import ProtocolError
 from ..protocol import sysflag as sf
 from ..protocol.compression import decompress
+from ..protocol.message import SYSTEM_PROPERTY_NAMES
 
 _TS: Final = pa.timestamp("us", tz="UTC")
 #: Arrow schema of the batches ``read()`` yields (= Spark's ``to_arrow_schema`` of ``source.SCHEMA``).
@@ -57,6 +61,12 @@ ARROW_SCHEMA: Final = pa.schema(
         pa.field("properties", pa.map_(pa.string(), pa.string())),
     ]
 )
+#: The ``headers`` column of option ``includeHeaders`` (Kafka's ``array<struct<key:string,value:binary>>``
+#: as Spark's ``to_arrow_schema`` writes it); not part of :data:`ARROW_SCHEMA`, asked for by name.
+HEADERS_FIELD: Final = pa.field(
+    "headers", pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
+)
+_SYSTEM_NAMES: Final = pa.array(sorted(SYSTEM_PROPERTY_NAMES), pa.string())
 
 _MIN_RECORD: Final = 91
 _I32 = struct.Struct(">i")
@@ -142,11 +152,23 @@ def _var_array(
     return arr.cast(typ)
 
 
-def _properties(props: pa.StringArray) -> tuple[pa.MapArray, pa.StringArray, pa.StringArray, pa.StringArray]:
-    """Split property strings into a map and pick TAGS, KEYS and UNIQ_KEY.
+class _Properties(NamedTuple):
+    """The columns taken from the properties strings (one entry per record)."""
+
+    mapped: pa.MapArray
+    tags: pa.StringArray
+    keys: pa.StringArray
+    uniq_key: pa.StringArray
+    headers: pa.ListArray
+
+
+def _properties(props: pa.StringArray) -> _Properties:
+    """Split property strings into a map, pick TAGS, KEYS and UNIQ_KEY, and list the user
+    properties as Kafka headers.
 
     Returns:
-        (map array, tags, keys, uniq_key) — the last three null where the key is absent.
+        The map, tags, keys and uniq_key (null where the key is absent) and the headers
+        (an empty list for a record without user properties).
     """
     n = len(props)
     segments = pc.split_pattern(props, "\x02")
@@ -195,7 +217,15 @@ def _properties(props: pa.StringArray) -> tuple[pa.MapArray, pa.StringArray, pa.
         take[parent[hits]] = hits
         return values.take(pa.array(take, mask=take < 0))
 
-    return mapped, pick("TAGS"), pick("KEYS"), pick("UNIQ_KEY")
+    user = np.asarray(pc.invert(pc.is_in(names, value_set=_SYSTEM_NAMES)), dtype=bool)
+    header_offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.bincount(parent[user], minlength=n), out=header_offsets[1:])
+    mask = pa.array(user)
+    pairs = pa.StructArray.from_arrays(
+        [names.filter(mask), values.filter(mask).cast(pa.binary())], fields=list(HEADERS_FIELD.type.value_type)
+    )
+    headers = pa.ListArray.from_arrays(pa.array(header_offsets), pairs, type=HEADERS_FIELD.type)
+    return _Properties(mapped, pick("TAGS"), pick("KEYS"), pick("UNIQ_KEY"), headers)
 
 
 def _offset_msg_ids(
@@ -409,7 +439,16 @@ def decode_bodies_to_batch(
 
 
 #: Columns that need the properties parsed (``msg_id`` falls back to the offsetMsgId).
-_PROPERTY_COLUMNS: Final = frozenset({"msg_id", "tags", "keys", "properties"})
+_PROPERTY_COLUMNS: Final = frozenset({"msg_id", "tags", "keys", "properties", "headers"})
+
+
+def output_field(name: str) -> pa.Field:
+    """The Arrow field of column ``name``: one of :data:`ARROW_SCHEMA` or :data:`HEADERS_FIELD`.
+
+    Raises:
+        KeyError: no such column.
+    """
+    return HEADERS_FIELD if name == HEADERS_FIELD.name else ARROW_SCHEMA.field(name)
 
 
 def decode_records_to_batch(
@@ -433,7 +472,8 @@ def decode_records_to_batch(
         broker_name: the broker the records were pulled from (not stored in records).
         start_offset: drop records whose queue offset is below this (inclusive start).
         end_offset: drop records whose queue offset is at or above this (exclusive end).
-        columns: names of :data:`ARROW_SCHEMA` columns to return, in this order; None = all.
+        columns: names of :data:`ARROW_SCHEMA` columns (or ``headers``, :data:`HEADERS_FIELD`)
+            to return, in this order; None = all of :data:`ARROW_SCHEMA`.
 
     Returns:
         A batch with :data:`ARROW_SCHEMA` (or its ``columns``), rows in buffer order.
@@ -441,9 +481,9 @@ def decode_records_to_batch(
     Raises:
         ProtocolError: a record is malformed (bad size, magic or lengths), or a compressed body
             cannot be decompressed.
-        KeyError: a name in ``columns`` is not a column of :data:`ARROW_SCHEMA`.
+        KeyError: a name in ``columns`` is not a column of :data:`ARROW_SCHEMA` nor ``headers``.
     """
-    schema = ARROW_SCHEMA if columns is None else pa.schema([ARROW_SCHEMA.field(c) for c in columns])
+    schema = ARROW_SCHEMA if columns is None else pa.schema([output_field(c) for c in columns])
     if isinstance(buf, memoryview) and (buf.ndim != 1 or buf.itemsize != 1 or not buf.c_contiguous):
         buf = buf.cast("B") if buf.c_contiguous else memoryview(buf.tobytes())
     starts_list = record_starts(buf)
@@ -462,9 +502,10 @@ def decode_records_to_batch(
         topic, props = _text_columns(a, abuf, f)
         arrays["topic"] = topic
         if names & _PROPERTY_COLUMNS:
-            arrays["properties"], arrays["tags"], arrays["keys"], uniq = _properties(props)
+            parsed = _properties(props)
+            arrays.update(properties=parsed.mapped, tags=parsed.tags, keys=parsed.keys, headers=parsed.headers)
             if "msg_id" in names:
-                arrays["msg_id"] = _msg_ids(a, s, uniq, f)
+                arrays["msg_id"] = _msg_ids(a, s, parsed.uniq_key, f)
     fixed = {
         "broker_name": lambda: pa.repeat(pa.scalar(broker_name, pa.string()), n),
         "queue_id": lambda: pa.array(f.queue_id.astype(np.int32), pa.int32()),

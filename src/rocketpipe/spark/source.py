@@ -22,7 +22,11 @@ Rows have the schema :data:`SCHEMA`. A user-supplied ``.schema(...)`` may name a
 columns, in any order, with the same types (e.g. ``"msg_id STRING, queue_offset LONG"``): the
 batches then carry only those columns, so Spark neither receives nor converts the others (a
 projection the user states; Spark's Python Data Source API does no column pruning itself).
-Limitations: micro-batch only (no continuous trigger), no filter pushdown.
+With option ``includeHeaders=true`` rows also have Kafka's ``headers`` column
+(:data:`HEADERS_FIELD`), the user properties that the ``properties`` map holds too.
+
+Limitations: micro-batch only (no continuous trigger); filters are pushed down only with option
+``pushFilters=true`` (:mod:`rocketpipe.spark.pushdown`).
 
 Imports: pyspark and the other ``rocketpipe.spark`` modules.
 """
@@ -44,6 +48,7 @@ from pyspark.sql.datasource import (
     DataSourceWriter,
 )
 from pyspark.sql.types import (
+    ArrayType,
     BinaryType,
     IntegerType,
     LongType,
@@ -83,18 +88,47 @@ SCHEMA: Final = StructType(
 )
 
 
-def projection(schema: StructType) -> tuple[str, ...] | None:
+#: The column option ``includeHeaders=true`` adds after :data:`SCHEMA`'s (Kafka's ``headers``):
+#: the message's user properties (RocketMQ's system properties left out) in stored order, each
+#: value UTF-8 encoded; ``[]`` for a message without user properties.
+HEADERS_FIELD: Final = StructField(
+    "headers",
+    ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())])),
+)
+
+
+def source_schema(include_headers: bool) -> StructType:
+    """The source's full row schema: :data:`SCHEMA`, plus :data:`HEADERS_FIELD` with ``includeHeaders``."""
+    return StructType([*SCHEMA.fields, HEADERS_FIELD]) if include_headers else SCHEMA
+
+
+def _include_headers(options: Mapping[str, str]) -> bool:
+    """Whether option ``includeHeaders`` is ``true`` (any case; a bad value fails later, in
+    :func:`~rocketpipe.spark.options.parse_source_options`)."""
+    return any(str(k).lower() == "includeheaders" and str(v).strip().lower() == "true" for k, v in options.items())
+
+
+def projection(schema: StructType, include_headers: bool = False) -> tuple[str, ...] | None:
     """The source columns ``schema`` selects, in its order; ``None`` when it is :data:`SCHEMA` itself.
 
+    Args:
+        schema: the user's ``.schema(...)`` or the source's own.
+        include_headers: option ``includeHeaders``: the ``headers`` column may be selected.
+
     Raises:
-        SourceOptionError: a column that the source does not have, a type other than the
-            source's, a duplicate, or no column at all.
+        SourceOptionError: a column that the source does not have (``headers`` without
+            ``includeHeaders=true``), a type other than the source's, a duplicate, or no column.
     """
     if schema == SCHEMA:
         return None
-    ours = {f.name: f.dataType for f in SCHEMA.fields}
+    full = source_schema(include_headers)
+    ours = {f.name: f.dataType for f in full.fields}
     names: list[str] = []
     for f in schema.fields:
+        if f.name == HEADERS_FIELD.name and not include_headers:
+            raise SourceOptionError(
+                ".schema(...) column 'headers' needs .option('includeHeaders', 'true') (Kafka's option)"
+            )
         if f.name not in ours or f.dataType != ours[f.name] or f.name in names:
             why = (
                 "is not a column of format('rocketmq')"
@@ -105,17 +139,18 @@ def projection(schema: StructType) -> tuple[str, ...] | None:
             )
             raise SourceOptionError(
                 f".schema(...) column {f.name!r} {why}; name a subset of "
-                + SCHEMA.simpleString()
+                + full.simpleString()
                 + " or remove .schema(...)"
             )
         names.append(f.name)
     if not names:
-        raise SourceOptionError(".schema(...) names no column; name a subset of " + SCHEMA.simpleString())
+        raise SourceOptionError(".schema(...) names no column; name a subset of " + full.simpleString())
     return tuple(names)
 
 
 def _source_options(options: Mapping[str, str], schema: StructType, *, streaming: bool) -> SourceOptions:
-    return dataclasses.replace(parse_source_options(options, streaming=streaming), columns=projection(schema))
+    parsed = parse_source_options(options, streaming=streaming)
+    return dataclasses.replace(parsed, columns=projection(schema, parsed.include_headers))
 
 
 class RocketMQDataSource(DataSource):
@@ -132,8 +167,9 @@ class RocketMQDataSource(DataSource):
         return "rocketmq"
 
     def schema(self) -> StructType:
-        """The fixed row schema (:data:`SCHEMA`)."""
-        return SCHEMA
+        """The row schema: :data:`SCHEMA`, with option ``includeHeaders=true`` followed by
+        :data:`HEADERS_FIELD` (:func:`source_schema`)."""
+        return source_schema(_include_headers(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A batch reader over ``[startingOffsets, endingOffsets)``; with option
