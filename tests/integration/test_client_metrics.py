@@ -179,6 +179,45 @@ async def test_producer_and_concurrent_push_consumer_metrics(
     assert total(closed, "rocketmq_consumer_cached_messages") == 0
 
 
+async def test_plain_function_listener_batches(cluster: LocalCluster, served: tuple[CollectorRegistry, str]) -> None:
+    """A plain-function listener (thread pool) with batches of up to 3: one await observation per
+    call, one process observation per message."""
+    registry, url = served
+    topic, group = "MetricsSync", "cg-metrics-sync"
+    async with Admin(cluster.namesrv_addr) as admin:
+        await admin.create_topic(topic, 1)
+    config = ClientConfig(namesrv_addr=cluster.namesrv_addr, metrics=True, metrics_registry=registry)
+    async with Producer("pg-metrics-sync", namesrv_addr=cluster.namesrv_addr) as p:
+        for i in range(9):
+            await p.send(Message.build(topic, f"s{i}"))
+    calls: list[int] = []
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        calls.append(len(msgs))
+        return OK
+
+    consumer = PushConsumer(
+        group,
+        config=config,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        consume_message_batch_max_size=3,
+    )
+    consumer.subscribe(topic)
+    consumer.register_message_listener(listener)
+    async with consumer:
+        cid = consumer.client_id
+
+        async def recorded() -> bool:
+            return total(await scrape(url), "rocketmq_process_time_count", client_id=cid) == 9
+
+        await wait_until(recorded, timeout=30, what="nine messages recorded")
+        s = await scrape(url)
+    assert sum(calls) == 9 and max(calls) <= 3
+    labels = {"client_id": cid, "consumer_group": group, "topic": topic}
+    assert total(s, "rocketmq_process_time_count", invocation_status="success", **labels) == 9
+    assert total(s, "rocketmq_await_time_count", **labels) == len(calls)
+
+
 async def test_orderly_push_consumer_metrics(cluster: LocalCluster, served: tuple[CollectorRegistry, str]) -> None:
     registry, url = served
     topic, group = "MetricsOrd", "cg-metrics-ord"
