@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ..acl import PlainPermissionManager
+from ..acl.auth_checker import AuthChecker
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import RocketMQError
 from ..protocol import message as pm
@@ -182,6 +183,8 @@ class Broker:
         self.router = Router()
         self.send_processor = SendProcessor(self)
         self.pull_processor = PullProcessor(self)
+        #: ACL 2.0 users and ACLs (AUTH_* requests); its metadata backs ``auth_checker``
+        self.auth_processor = AuthProcessor(self)
         for proc in (
             self.send_processor,
             self.pull_processor,
@@ -189,7 +192,7 @@ class Broker:
             ConsumerProcessor(self),
             AdminProcessor(self),
             BrokerAdminProcessor(self),
-            AuthProcessor(self),
+            self.auth_processor,
             LockProcessor(self),
             QueryProcessor(self),
         ):
@@ -201,7 +204,20 @@ class Broker:
         self.assignment = AssignmentProcessor(self)  # QUERY_ASSIGNMENT / SET_ / GET_ALL_MESSAGE_REQUEST_MODE
         self.assignment.register(self.router)
         self.acl: PlainPermissionManager | None = None
-        if config.acl_enable:  # raises AclError when the file is missing or malformed
+        self.auth_checker: AuthChecker | None = None
+        if config.auth_enabled:  # ACL 2.0 wins over ACL 1.0, as Apache 5.3 ignores aclEnable
+            if config.acl_enable:
+                log.warning("aclEnable (ACL 1.0) ignored: ACL 2.0 authentication/authorization is enabled")
+            self.auth_checker = AuthChecker(
+                self.auth_processor.metadata,
+                config.broker_cluster_name,
+                authentication_enabled=config.authentication_enabled,
+                authorization_enabled=config.authorization_enabled,
+                authentication_whitelist=config.authentication_whitelist,
+                authorization_whitelist=config.authorization_whitelist,
+            )
+            self.router.guard = self.auth_checker.guard
+        elif config.acl_enable:  # raises AclError when the file is missing or malformed
             self.acl = PlainPermissionManager(config.acl_file or "")
             self.router.guard = self.acl.guard
         self.server = RemotingServer(

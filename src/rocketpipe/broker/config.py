@@ -10,6 +10,7 @@ TLS settings' dataclasses).
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,24 @@ from ..transport.tls import TlsServerConfig as TlsServerConfig  # re-exported fo
 DEFAULT_MESSAGE_DELAY_LEVEL: Final = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 #: MessageStoreConfig.maxMessageSize (4 MiB)
 DEFAULT_MAX_MESSAGE_SIZE: Final = 4 * 1024 * 1024
+
+
+def init_user_credentials(text: str) -> tuple[str, str]:
+    """(username, password) of an ``initAuthenticationUser`` JSON object.
+
+    Raises:
+        InvalidArgumentError: not a JSON object with non-blank ``username`` and ``password``.
+    """
+    try:
+        obj = json.loads(text)
+    except ValueError as err:
+        raise InvalidArgumentError(f"init_authentication_user is not JSON: {err}") from None
+    if not isinstance(obj, dict):
+        raise InvalidArgumentError("init_authentication_user must be a JSON object")
+    username, password = obj.get("username"), obj.get("password")
+    if not isinstance(username, str) or not username.strip() or not isinstance(password, str) or not password.strip():
+        raise InvalidArgumentError('init_authentication_user needs {"username": ..., "password": ...}')
+    return username, password
 
 
 def _default_store_dir() -> Path:
@@ -140,7 +159,18 @@ class BrokerConfig:
         inner_client_authentication_credentials: the broker signs the requests it sends itself
             (its registrations with the name servers) with these ACL credentials, for a name
             server that checks ACL (``NameServer(acl_enable=True)``; they need ``admin: true``).
-            Java 5.3: ``innerClientAuthenticationCredentials``. None: unsigned.
+            Java 5.3: ``innerClientAuthenticationCredentials``. None: unsigned. With ACL 2.0
+            they are also created as a Super user at start when missing (Java's ``initUser``).
+        authentication_enabled: ACL 2.0 (Java 5.3 ``authenticationEnabled``): every request must
+            be signed by a known, enabled user (HMAC-SHA1 as ACL 1.0, AccessKey = username,
+            secret = password). See :class:`rocketpipe.acl.AuthChecker`.
+        authorization_enabled: ACL 2.0 (``authorizationEnabled``): every request is checked
+            against the ACLs of its signer (Super users pass). With either ACL 2.0 switch on,
+            ``acl_enable`` (ACL 1.0) is ignored, as Apache 5.3 ignores ``aclEnable``.
+        authentication_whitelist, authorization_whitelist: request codes, comma-separated, that
+            skip the check (``authenticationWhitelist`` / ``authorizationWhitelist``).
+        init_authentication_user: JSON ``{"username": …, "password": …}`` of a Super user created
+            at start when missing (``initAuthenticationUser``).
 
     Raises:
         InvalidArgumentError: an invalid flush type, delay level string or negative period.
@@ -225,6 +255,12 @@ class BrokerConfig:
     tls_enable: bool = False
     tls_client: TlsClientConfig = field(default_factory=TlsClientConfig)
     inner_client_authentication_credentials: SessionCredentials | None = None
+    # --- ACL 2.0 (AuthConfig, Java 5.3) ---
+    authentication_enabled: bool = False
+    authorization_enabled: bool = False
+    authentication_whitelist: str | None = None
+    authorization_whitelist: str | None = None
+    init_authentication_user: str | None = None
 
     def __post_init__(self) -> None:
         if self.flush_disk_type not in ("ASYNC_FLUSH", "SYNC_FLUSH"):
@@ -253,11 +289,18 @@ class BrokerConfig:
             if not home:
                 raise InvalidArgumentError("acl_enable needs acl_file (or $ROCKETMQ_HOME/conf/plain_acl.yml)")
             object.__setattr__(self, "acl_file", str(Path(home) / "conf" / "plain_acl.yml"))
+        if self.init_authentication_user is not None:
+            init_user_credentials(self.init_authentication_user)
         if self.flush_commit_log_least_pages < 0:
             raise InvalidArgumentError("flush_commit_log_least_pages must be >= 0")
         from .schedule import parse_delay_levels  # local: schedule imports nothing from config
 
         parse_delay_levels(self.message_delay_level)
+
+    @property
+    def auth_enabled(self) -> bool:
+        """True when ACL 2.0 (authentication or authorization) is on."""
+        return self.authentication_enabled or self.authorization_enabled
 
     @property
     def namesrv_addrs(self) -> list[str]:
