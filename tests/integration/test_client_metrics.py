@@ -257,6 +257,51 @@ async def test_orderly_push_consumer_metrics(cluster: LocalCluster, served: tupl
     assert total(s, "rocketmq_consumer_cached_messages", **labels) == 0
 
 
+async def test_pop_mode_push_consumer_metrics(cluster: LocalCluster, served: tuple[CollectorRegistry, str]) -> None:
+    """PushConsumer(client_rebalance=False) on a POP group: delivery latency from the pop time,
+    await and process time per listener call (Java 5's push consumer is POP-based)."""
+    registry, url = served
+    topic, group = "MetricsPopPush", "cg-metrics-pop-push"
+    async with Admin(cluster.namesrv_addr) as admin:
+        await admin.create_topic(topic, 1)
+        await admin.set_message_request_mode(topic, group, "POP")
+    config = ClientConfig(namesrv_addr=cluster.namesrv_addr, metrics=True, metrics_registry=registry)
+    async with Producer("pg-metrics-pop-push", namesrv_addr=cluster.namesrv_addr) as p:
+        for i in range(6):
+            await p.send(Message.build(topic, f"q{i}"))
+    calls = {"ok": 0, "later": 0}
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        if msgs[0].body == b"q0" and msgs[0].reconsume_times == 0:
+            calls["later"] += 1
+            return LATER
+        calls["ok"] += 1
+        return OK
+
+    consumer = PushConsumer(
+        group,
+        config=config,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        client_rebalance=False,
+    )
+    consumer.subscribe(topic)
+    consumer.register_message_listener(listener)
+    async with consumer:
+        cid = consumer.client_id
+        labels = {"client_id": cid, "consumer_group": group, "topic": topic}
+
+        async def recorded() -> bool:
+            return total(await scrape(url), "rocketmq_process_time_count", **labels) == 6
+
+        await wait_until(recorded, timeout=30, what="six popped messages recorded")
+        s = await scrape(url)
+    assert calls == {"ok": 5, "later": 1}
+    assert total(s, "rocketmq_process_time_count", invocation_status="failure", **labels) == 1
+    assert total(s, "rocketmq_process_time_count", invocation_status="success", **labels) == 5
+    assert total(s, "rocketmq_await_time_count", **labels) == 6
+    assert 1 <= total(s, "rocketmq_delivery_latency_count", **labels) <= 6  # one per popped batch
+
+
 async def test_simple_consumer_records_delivery_latency(tmp_path: Path, served: tuple[CollectorRegistry, str]) -> None:
     registry, url = served
     topic, group = "MetricsPop", "cg-metrics-pop"

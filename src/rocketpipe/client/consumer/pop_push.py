@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Coroutine, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -43,6 +44,7 @@ from ...protocol.codes import ResponseCode
 from ...protocol.headers.pop import ExtraInfo, pop_retry_topic_v1
 from ...protocol.message import MessageExt, MessageQueue
 from .._tasks import TaskOwner
+from ..metrics import ClientMeter
 from .assignment import AssignmentProbe
 from .concurrent import ack_index_for
 from .consume_pool import ConsumePool
@@ -241,6 +243,7 @@ class PopConsumeRequest:
     mq: MessageQueue
     pop_time: int = 0
     invisible_time: int = 0
+    arrived: float = 0.0  # time.monotonic() of the pop that brought the batch (metrics only)
 
     @classmethod
     def of(cls, msgs: list[MessageExt], pq: PopProcessQueue, mq: MessageQueue) -> PopConsumeRequest:
@@ -277,6 +280,11 @@ class PopConsumeService:
         stats: where consume statistics go (``ConsumerStatsManager``: consume RT per call, OK /
             failed counts in ``processConsumeResult``); shared with the push consumer's
             dispatcher so GET_CONSUMER_RUNNING_INFO reports both modes.
+        meter: where the client metrics go (``ClientConfig.metrics``; None: none recorded), as
+            Java 5's POP-based push consumer records them: per popped batch the delivery latency
+            (now − the broker's pop time), per listener call the await time (since the pop) and
+            the process time of its messages (up to ``ack_index``: ``success``, the rest
+            ``failure``).
     """
 
     def __init__(
@@ -291,9 +299,12 @@ class PopConsumeService:
         max_reconsume_times: int,
         now_ms: Callable[[], int],
         stats: ConsumerStats | None = None,
+        meter: ClientMeter | None = None,
     ) -> None:
         self._rt = runtime
         self._group = group
+        self._meter = meter
+        self._arrived = 0.0  # the arrival stamp of the batch being submitted (metrics only)
         self._pool: ConsumePool[PopConsumeRequest, PopProcessQueue] = ConsumePool(
             listener,
             group,
@@ -301,7 +312,7 @@ class PopConsumeService:
             name="pop-consume",
             consume_thread_max=consume_thread_max,
             consume_message_batch_max_size=consume_message_batch_max_size,
-            make_request=PopConsumeRequest.of,
+            make_request=PopConsumeRequest.of if meter is None else self._stamped_request,
             consume=self._consume,
             logger=log,
         )
@@ -327,7 +338,17 @@ class PopConsumeService:
 
     def submit(self, msgs: list[MessageExt], pq: PopProcessQueue, mq: MessageQueue) -> None:
         """Queue ``msgs`` in batches of ``consume_message_batch_max_size`` (``submitPopConsumeRequest``)."""
+        if self._meter is not None and msgs:
+            self._arrived = time.monotonic()
+            first = self._stamped_request(msgs[:1], pq, mq)
+            if first.pop_time > 0:
+                self._meter.record_delivery(mq.topic, self._group, self._now_ms() - first.pop_time)
         self._pool.submit(msgs, pq, mq)
+
+    def _stamped_request(self, msgs: list[MessageExt], pq: PopProcessQueue, mq: MessageQueue) -> PopConsumeRequest:
+        req = PopConsumeRequest.of(msgs, pq, mq)
+        req.arrived = self._arrived
+        return req
 
     async def close(self) -> None:
         """Stop taking batches, wait for the batches being consumed, stop the thread pool."""
@@ -343,9 +364,16 @@ class PopConsumeService:
             req.pq.dec_found_msg(len(req.msgs))
             return
         prepare_batch(req.msgs, self._group, self._now_ms())
+        meter = self._meter
+        if meter is not None and req.msgs:
+            meter.record_await(req.msgs[0].topic, self._group, time.monotonic() - req.arrived)
         ctx = ConsumeConcurrentlyContext(message_queue=req.mq)
         status, rt_ms = await self._runner.call(req.msgs, ctx)
         self.stats.inc_consume_rt(self._group, req.mq.topic, rt_ms)
+        if meter is not None and req.msgs:
+            n = len(req.msgs)
+            ack = ack_index_for(status, ctx.ack_index, n)
+            meter.record_process(req.msgs[0].topic, self._group, rt_ms / 1000, ack + 1, n - ack - 1)
         if req.pq.dropped or req.is_pop_timeout(self._now_ms()):
             log.warning(
                 "queue dropped or pop timed out, result discarded group=%s mq=%s dropped=%s",

@@ -603,6 +603,7 @@ class PushConsumer:
                 max_reconsume_times=self.max_reconsume_times,
                 now_ms=self._clock.now_ms,
                 stats=getattr(self._dispatcher, "stats", None),
+                meter=self._meter,
             )
             pop_loop = PopLoop(
                 rt, self.group, self._pop_settings, self._subscriptions.get, service, self._controls, self._clock.now_ms
