@@ -21,6 +21,10 @@ server runs here in ``enforcing`` mode they use TLS on their own, without certif
 ``--namesrv-acl-enable`` makes the name server check its admin-only requests against
 ``--acl-file`` (rocketpipe only); the broker then signs its registrations with
 ``--inner-client-access-key`` / ``--inner-client-secret-key``.
+``--authentication-enabled`` / ``--authorization-enabled`` turn on ACL 2.0 (Apache 5.3's users and
+ACLs, ``authenticationEnabled`` / ``authorizationEnabled``; ACL 1.0's ``--acl-enable`` is then
+ignored, as Apache 5.3 does), with ``--init-authentication-user JSON`` for the first Super user and
+``--authentication-whitelist`` / ``--authorization-whitelist`` (request codes).
 
 Imports: the public API of :mod:`rocketpipe.broker`, :mod:`rocketpipe.namesrv` and :mod:`rocketpipe.acl`,
 :mod:`rocketpipe.store` (``StoreConfig`` checks ``--delete-when``), :mod:`rocketpipe.transport.limits`.
@@ -138,6 +142,8 @@ def _start_line(
             f"recoverMetadata={str(config.recover_metadata).lower()}",
             f"transactionCheckInterval={config.transaction_check_interval}",
             f"aclEnable={str(config.acl_enable).lower()}",
+            f"authenticationEnabled={str(config.authentication_enabled).lower()}",
+            f"authorizationEnabled={str(config.authorization_enabled).lower()}",
         ]
         if config.acl_enable:
             fields.append(f"aclFile={config.acl_file}")
@@ -572,6 +578,45 @@ def serve(
             show_envvar=True,
         ),
     ] = None,
+    authentication_enabled: Annotated[
+        bool,
+        typer.Option(
+            "--authentication-enabled",
+            help="ACL 2.0 (authenticationEnabled): every broker request must be signed by a user created with createUser; see docs/security.md.",
+        ),
+    ] = False,
+    authorization_enabled: Annotated[
+        bool,
+        typer.Option(
+            "--authorization-enabled",
+            help="ACL 2.0 (authorizationEnabled): every broker request is checked against the ACLs of its signer (Super users pass).",
+        ),
+    ] = False,
+    init_authentication_user: Annotated[
+        str | None,
+        typer.Option(
+            "--init-authentication-user",
+            envvar="ROCKETMQ_INIT_AUTHENTICATION_USER",
+            metavar="JSON",
+            help='ACL 2.0 Super user created at start when missing (initAuthenticationUser), {"username":"...","password":"..."}.',
+        ),
+    ] = None,
+    authentication_whitelist: Annotated[
+        str | None,
+        typer.Option(
+            "--authentication-whitelist",
+            metavar="CODES",
+            help="Request codes, comma-separated, not authenticated (authenticationWhitelist).",
+        ),
+    ] = None,
+    authorization_whitelist: Annotated[
+        str | None,
+        typer.Option(
+            "--authorization-whitelist",
+            metavar="CODES",
+            help="Request codes, comma-separated, not authorized (authorizationWhitelist).",
+        ),
+    ] = None,
     use_tls: UseTlsOption = False,
     tls_client_trust_cert: TlsClientTrustCertOption = None,
     tls_client_cert: TlsClientCertOption = None,
@@ -621,6 +666,16 @@ def serve(
         raise fail(f"--delete-when: {exc}", EXIT_USAGE) from None
 
     acl_path = _check_acl(acl_enable, acl_file, namesrv_only, namesrv_acl_enable, broker_only)
+    auth2 = authentication_enabled or authorization_enabled
+    if (auth2 or init_authentication_user) and namesrv_only:
+        raise fail("the ACL 2.0 options apply to the broker; not with --namesrv-only", EXIT_USAGE)
+    if init_authentication_user is not None:
+        from rocketpipe.broker.config import init_user_credentials
+
+        try:
+            init_user_credentials(init_authentication_user)
+        except InvalidArgumentError as exc:
+            raise fail(f"--init-authentication-user: {exc}", EXIT_USAGE) from None
     inner = None
     if inner_client_access_key or inner_client_secret_key:
         if not inner_client_access_key or not inner_client_secret_key:
@@ -688,13 +743,18 @@ def serve(
             transaction_check_max=transaction_check_max,
             acl_enable=acl_enable,
             acl_file=acl_path if acl_enable else None,
+            authentication_enabled=authentication_enabled,
+            authorization_enabled=authorization_enabled,
+            authentication_whitelist=authentication_whitelist,
+            authorization_whitelist=authorization_whitelist,
+            init_authentication_user=init_authentication_user,
             **tls_extra,  # type: ignore[arg-type]
         )
     try:
         configure_logging(log_level, log_file, max_bytes=log_max_bytes, backups=log_backups)
     except OSError as exc:
         raise fail(f"cannot open --log-file {log_file}: {exc}", EXIT_USAGE) from None
-    if not acl_enable and not _is_loopback(host):
+    if not acl_enable and not auth2 and not _is_loopback(host):
         log.warning(
             "listening on %s without --acl-enable: any client that can reach it may create or delete topics, "
             "rewrite offsets and change the broker (see docs/security.md)",
