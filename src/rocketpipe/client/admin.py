@@ -33,6 +33,7 @@ from ..protocol.bodies.admin import (
     OffsetWrapper,
     ResetOffsetBody,
     SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
     TopicStatsTable,
 )
 from ..protocol.bodies.consumer import Connection, ConsumerConnection, ConsumerRunningInfo
@@ -50,6 +51,7 @@ from ..protocol.headers.admin import (
     QueryMessageRequestHeader,
     QueryMessageResponseHeader,
     QueryTopicConsumeByWhoRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
     ViewMessageRequestHeader,
 )
 from ..protocol.headers.consumer import (
@@ -94,12 +96,8 @@ RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
 KEY_SEPARATOR: Final = " "
 #: QueryMsgTraceByIdSubCommand: default maxNum of the trace query.
 QUERY_TRACE_MAX_NUM: Final = 64
-#: RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE (Java; not in :class:`RequestCode`: no rocketpipe peer answers it).
-CLEAN_EXPIRED_CONSUMEQUEUE: Final = 306
 #: NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG: the name servers' KV namespace of order-topic configs.
 ORDER_TOPIC_CONFIG_NAMESPACE: Final = "ORDER_TOPIC_CONFIG"
-#: RequestCode.VIEW_BROKER_STATS_DATA (Java; not in :class:`RequestCode`: no rocketpipe peer answers it).
-VIEW_BROKER_STATS_DATA: Final = 315
 #: Long.MAX_VALUE: the trace query's default end timestamp.
 _LONG_MAX: Final = 2**63 - 1
 
@@ -1060,7 +1058,7 @@ class Admin:
         Mirrors ``DefaultMQAdminExt.getBrokerConfig`` (``mqadmin getBrokerConfig``).
 
         Raises:
-            BrokerError (RequestCodeNotSupportedError from rocketpipe's broker) / TransportError.
+            BrokerError / TransportError.
         """
         cmd = RemotingCommand.request(RequestCode.GET_BROKER_CONFIG)
         resp = await self._request(broker_addr, cmd, self._runtime.config.request_timeout)
@@ -1069,27 +1067,32 @@ class Admin:
     async def update_broker_config(self, broker_addr: str, properties: dict[str, str]) -> None:
         """Change broker settings at run time (UPDATE_BROKER_CONFIG, 25; body ``key=value`` lines).
 
-        Mirrors ``DefaultMQAdminExt.updateBrokerConfig`` (``mqadmin updateBrokerConfig``).
+        Mirrors ``DefaultMQAdminExt.updateBrokerConfig`` (``mqadmin updateBrokerConfig``). Java
+        brokers and rocketpipe's ignore unknown keys; rocketpipe's changes only the keys it
+        honours at run time (:data:`rocketpipe.broker.processors.broker_config.RUNTIME_KEYS`)
+        and keeps them across restarts.
 
         Raises:
-            BrokerError (RequestCodeNotSupportedError from rocketpipe's broker; NO_PERMISSION for
-            keys Java refuses to change remotely) / TransportError.
+            BrokerError: NO_PERMISSION for a black-listed key (``brokerConfigPath``,
+            ``configBlackList``…); from rocketpipe's broker INVALID_PARAMETER for a key it cannot
+            change while running or a bad value. TransportError.
         """
         body = "".join(f"{k}={v}\n" for k, v in properties.items()).encode()
         cmd = RemotingCommand.request(RequestCode.UPDATE_BROKER_CONFIG, body=body)
         await self._request(broker_addr, cmd, self._runtime.config.request_timeout)
 
     async def clean_expired_consume_queue(self, broker_addr: str) -> bool:
-        """Ask a broker to drop consume-queue files below the commit log's min offset
-        (CLEAN_EXPIRED_CONSUMEQUEUE, 306). Mirrors ``DefaultMQAdminExt.cleanExpiredConsumerQueueByAddr``.
+        """Ask a broker to destroy the consume queues whose last record is below the commit
+        log's min offset (CLEAN_EXPIRED_CONSUMEQUEUE, 306; system topics are kept).
+        Mirrors ``DefaultMQAdminExt.cleanExpiredConsumerQueueByAddr``.
 
         Returns:
             True when the broker answered SUCCESS.
 
         Raises:
-            BrokerError (RequestCodeNotSupportedError from rocketpipe's broker) / TransportError.
+            BrokerError / TransportError.
         """
-        cmd = RemotingCommand.request(CLEAN_EXPIRED_CONSUMEQUEUE)
+        cmd = RemotingCommand.request(RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
         await self._request(broker_addr, cmd, self._runtime.config.request_timeout)
         return True
 
@@ -1098,16 +1101,41 @@ class Admin:
         ``BrokerStatsData`` ``{"statsMinute"|"statsHour"|"statsDay": {"sum": n, "tps": x, "avgpt": x}}``.
 
         Mirrors ``DefaultMQAdminExt.viewBrokerStatsData`` (``mqadmin statsAll``); ``stats_name`` is
-        a Java ``Stats`` name such as ``TOPIC_PUT_NUMS`` (key ``topic``) or ``GROUP_GET_NUMS`` (key
-        ``topic@group``).
+        a Java ``Stats`` name such as ``TOPIC_PUT_NUMS`` (key ``topic``), ``GROUP_GET_NUMS`` (key
+        ``topic@group``) or ``BROKER_PUT_NUMS`` (key: the cluster name). ``sum`` counts messages
+        (bytes for ``*_SIZE``), ``tps`` is per second, ``avgpt`` is ``sum`` per request.
 
         Raises:
-            BrokerError: SYSTEM_ERROR when the broker has no such item;
-            RequestCodeNotSupportedError from rocketpipe's broker; TransportError.
+            BrokerError: SYSTEM_ERROR "The stats <name> <key> not exist" when the broker has no
+            such item; TransportError.
         """
-        cmd = RemotingCommand.request(VIEW_BROKER_STATS_DATA, {"statsName": stats_name, "statsKey": stats_key})
+        h = ViewBrokerStatsDataRequestHeader(stats_name=stats_name, stats_key=stats_key)
+        cmd = RemotingCommand.request(RequestCode.VIEW_BROKER_STATS_DATA, h.to_ext_fields())
         resp = await self._request(broker_addr, cmd, self._runtime.config.request_timeout)
         return jj.as_dict(jj.loads(bytes(resp.body))) if resp.body else {}
+
+    async def get_all_subscription_group(self, broker_addr: str) -> SubscriptionGroupWrapper:
+        """Return every consumer group's config on a broker (GET_ALL_SUBSCRIPTIONGROUP_CONFIG, 201).
+
+        Mirrors ``DefaultMQAdminExt.getAllSubscriptionGroup``.
+
+        Raises:
+            BrokerError / TransportError.
+        """
+        cmd = RemotingCommand.request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        resp = await self._request(broker_addr, cmd, self._runtime.config.request_timeout)
+        return SubscriptionGroupWrapper.decode(bytes(resp.body or b"{}"))
+
+    async def examine_subscription_group_config(self, broker_addr: str, group: str) -> SubscriptionGroupConfig | None:
+        """Return one group's config on a broker, or None when the broker has no such group.
+
+        Mirrors ``DefaultMQAdminExt.examineSubscriptionGroupConfig`` (``mqadmin getConsumerConfig``):
+        :meth:`get_all_subscription_group`, then the group's entry.
+
+        Raises:
+            BrokerError / TransportError.
+        """
+        return (await self.get_all_subscription_group(broker_addr)).subscription_group_table.get(group)
 
     async def put_kv_config(self, namespace: str, key: str, value: str) -> None:
         """Store ``key = value`` in ``namespace`` of every name server (PUT_KV_CONFIG, 100).
@@ -1291,27 +1319,35 @@ class Admin:
 
         Mirrors ``DefaultMQAdminExt.queryMessage(clusterName, topic, msgId)`` as ``mqadmin
         queryMsgById`` uses it: :meth:`view_message` when ``msg_id`` decodes as an offset msg id
-        and something is stored there under ``topic``, else :meth:`query_message_by_unique_key`
-        (the first match).
+        (a store host with a valid port) and something is stored there under ``topic``, else
+        :meth:`query_message_by_unique_key` (the first match). A 32-hex-character unique key
+        has the length of an IPv4 offset msg id; its "port" is usually above 65535, so it goes
+        straight to the unique-key query.
 
         Raises:
-            BrokerError: SYSTEM_ERROR / QUERY_NOT_FOUND when nothing matches; TopicNotExistError;
-            TransportError.
+            BrokerError: QUERY_NOT_FOUND when neither lookup finds it (the message names both);
+            TopicNotExistError; TransportError from the unique-key query.
         """
         try:
-            decode_offset_msg_id(msg_id)
+            addr, _ = decode_offset_msg_id(msg_id)
+            port = int(addr.rpartition(":")[2])
         except (InvalidArgumentError, ValueError):
             pass
         else:
-            try:
-                msg = await self.view_message(msg_id, topic)
-                if msg.topic == topic:
-                    return msg
-            except (BrokerError, TransportError):
-                pass
+            if 0 < port <= 65535:
+                try:
+                    msg = await self.view_message(msg_id, topic)
+                    if msg.topic == topic:
+                        return msg
+                except (BrokerError, TransportError, OSError):
+                    pass  # Java: the offset lookup failed, try the unique key
         found = await self.query_message_by_unique_key(topic, msg_id)
         if not found:
-            raise BrokerError(f"no message of id {msg_id} in topic {topic}", response_code=ResponseCode.QUERY_NOT_FOUND)
+            raise BrokerError(
+                f"no message of id {msg_id} in topic {topic}: neither an offset msg id stored there "
+                "nor a unique key (UNIQ_KEY) of it",
+                response_code=ResponseCode.QUERY_NOT_FOUND,
+            )
         return found[0]
 
     # ------------------------------------------------------------------ helpers

@@ -12,6 +12,7 @@ first), so reads need no lock.
 from __future__ import annotations
 
 import logging
+import shutil
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,6 +101,25 @@ class ConsumeQueue:
             files.delete_first()
             deleted += 1
         return deleted
+
+    def last_record_end(self) -> int:
+        """Commit-log offset just past the last entry's record, or -1 when the queue has no
+        entry or ends in a blank (``ConsumeQueue.getLastOffset``).
+        """
+        pos = self.write_pos - CQ_STORE_UNIT_SIZE
+        seg = self.files.find(pos) if pos >= 0 else None
+        if seg is None:
+            return -1
+        phys, size, _ = _ENTRY.unpack_from(seg.view, pos - seg.start)
+        return phys + size if phys >= 0 and size > 0 and size != BLANK_ENTRY_SIZE else -1
+
+    def destroy(self) -> None:
+        """Unmap and delete the queue's files and directory (``ConsumeQueue.destroy``)."""
+        directory = self.files.directory
+        self.files.close()
+        shutil.rmtree(directory, ignore_errors=True)
+        self.write_pos = 0
+        self._min_logic = 0
 
     def start_at(self, offset: int) -> None:
         """Make an empty queue begin at queue ``offset`` (a rebuild whose first records are gone)."""

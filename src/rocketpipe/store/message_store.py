@@ -20,6 +20,7 @@ import itertools
 import logging
 import operator
 import os
+import shutil
 import struct
 import threading
 import time
@@ -43,7 +44,7 @@ from ..protocol.message import (
     encode_record,
     tag_code,
 )
-from ..protocol.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, TIMER_TOPIC
+from ..protocol.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, TIMER_TOPIC, is_validator_system_topic
 from ..protocol.names import SCHEDULE_TOPIC as SCHEDULE_TOPIC
 from ..ratelog import RateLimitedLog
 from .api import CommitLogFile, GetResult, GetStatus, MessageInner, PutResult, PutStatus, QueryResult, property_value
@@ -658,6 +659,46 @@ class MessageStore:
             index_files,
         )
         return True
+
+    def clean_expired_consume_queues(self) -> tuple[int, int]:
+        """Destroy every consume queue whose last record ends below the commit log's min offset.
+
+        Mirrors ``DefaultMessageStore.cleanExpiredConsumerQueue`` (``ConsumeQueueStore.cleanExpired``):
+        queues of system topics (``TopicValidator.isSystemTopic``) and queues without an entry
+        are kept; a topic left without queues is forgotten. A destroyed queue starts again at
+        offset 0 when a message arrives for it, as in Java. Call on the thread that serves
+        reads (the broker's event loop); puts and flushes wait meanwhile.
+
+        Returns:
+            (queues destroyed, topics forgotten).
+        """
+        if self._closed or not self._loaded:
+            return 0, 0
+        min_phy = self.commit_log.min_offset
+        queues = topics = 0
+        with self._flush_lock, self._lock:
+            for topic, table in list(self._queues.items()):
+                if is_validator_system_topic(topic):
+                    continue
+                for qid, cq in list(table.items()):
+                    end = cq.last_record_end()
+                    if 0 <= end < min_phy:
+                        log.info(
+                            "consume queue topic=%s queue=%d destroyed: its last record ends at %d, "
+                            "below the commit log's min offset %d",
+                            topic,
+                            qid,
+                            end,
+                            min_phy,
+                        )
+                        cq.destroy()
+                        del table[qid]
+                        queues += 1
+                if not table:
+                    del self._queues[topic]
+                    shutil.rmtree(self._cq_root / topic, ignore_errors=True)
+                    topics += 1
+        return queues, topics
 
     def _close_retired(self) -> None:
         if not self._flush_lock.acquire(blocking=False):

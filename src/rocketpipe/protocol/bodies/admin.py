@@ -1,10 +1,12 @@
 """Admin bodies (L1, sans-IO): ``SubscriptionGroupConfig`` (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP),
 ``TopicStatsTable``/``TopicOffset`` (GET_TOPIC_STATS_INFO), ``ConsumeStats``/``OffsetWrapper``
 (GET_CONSUME_STATS), ``ResetOffsetBody`` (RESET_CONSUMER_CLIENT_OFFSET / INVOKE_BROKER_TO_RESET_OFFSET),
-``GroupList`` (QUERY_TOPIC_CONSUME_BY_WHO).
+``GroupList`` (QUERY_TOPIC_CONSUME_BY_WHO), ``SubscriptionGroupWrapper``
+(GET_ALL_SUBSCRIPTIONGROUP_CONFIG).
 
 Mirrors ``remoting/protocol/{subscription/SubscriptionGroupConfig,admin/TopicStatsTable,
-admin/TopicOffset,admin/ConsumeStats,admin/OffsetWrapper,body/ResetOffsetBody,body/GroupList}``.
+admin/TopicOffset,admin/ConsumeStats,admin/OffsetWrapper,body/ResetOffsetBody,body/GroupList,
+body/SubscriptionGroupWrapper}``.
 ``Map<MessageQueue, …>`` tables are written with object-literal keys as fastjson does (§4.2) and
 read in any known shape.
 """
@@ -23,6 +25,7 @@ __all__ = [
     "OffsetWrapper",
     "ResetOffsetBody",
     "SubscriptionGroupConfig",
+    "SubscriptionGroupWrapper",
     "TopicOffset",
     "TopicStatsTable",
 ]
@@ -324,3 +327,51 @@ class GroupList:
         """
         d = jj.as_dict(jj.loads(data))
         return cls({x for x in jj.as_list(d.get("groupList")) if isinstance(x, str)})
+
+
+@dataclass(slots=True)
+class SubscriptionGroupWrapper:
+    """Every subscription group of a broker (GET_ALL_SUBSCRIPTIONGROUP_CONFIG, 201).
+
+    Mirrors what Java's broker answers, ``SubscriptionGroupManager.encode()`` (read by clients
+    as ``SubscriptionGroupWrapper``): ``subscriptionGroupTable`` (group -> bean),
+    ``dataVersion``, and the 5.x ``forbiddenTable`` (group -> topic -> forbidden bits).
+
+    Attributes:
+        subscription_group_table: group name -> config.
+        data_version: ``{"counter", "stateVersion", "timestamp"}`` of the table (parsed JSON).
+        forbidden_table: 5.x per-topic forbidden bits of each group.
+    """
+
+    subscription_group_table: dict[str, SubscriptionGroupConfig] = field(default_factory=dict)
+    data_version: dict[str, Any] = field(default_factory=dict)
+    forbidden_table: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def to_obj(self) -> dict[str, Any]:
+        """The fastjson form (keys sorted as fastjson writes beans)."""
+        return {
+            "dataVersion": self.data_version,
+            "forbiddenTable": self.forbidden_table,
+            "subscriptionGroupTable": {g: c.to_obj() for g, c in self.subscription_group_table.items()},
+        }
+
+    def encode(self) -> bytes:
+        """Encode as JSON."""
+        return jj.dumps(self.to_obj())
+
+    @classmethod
+    def decode(cls, data: bytes | memoryview | str) -> SubscriptionGroupWrapper:
+        """Decode (4.9 bodies have no ``forbiddenTable``).
+
+        Raises:
+            ProtocolError: the body is not JSON.
+        """
+        d = jj.as_dict(jj.loads(data))
+        table = {
+            str(g): SubscriptionGroupConfig.from_obj(c) for g, c in jj.as_dict(d.get("subscriptionGroupTable")).items()
+        }
+        forbidden = {
+            str(g): {str(t): jj.as_int(v) for t, v in jj.as_dict(m).items()}
+            for g, m in jj.as_dict(d.get("forbiddenTable")).items()
+        }
+        return cls(table, jj.as_dict(d.get("dataVersion")), forbidden)

@@ -1,7 +1,7 @@
 """Admin and lookup headers (L1, sans-IO): UPDATE_AND_CREATE_TOPIC (17), GET_TOPIC_STATS_INFO
 (202), GET_CONSUME_STATS (208), GET_CONSUMER_CONNECTION_LIST (203), VIEW_MESSAGE_BY_ID (33),
 QUERY_MESSAGE (12), DELETE_TOPIC_IN_BROKER (215), DELETE_SUBSCRIPTIONGROUP (207),
-QUERY_TOPIC_CONSUME_BY_WHO (300), GET_TOPIC_CONFIG (351).
+QUERY_TOPIC_CONSUME_BY_WHO (300), GET_TOPIC_CONFIG (351), VIEW_BROKER_STATS_DATA (315).
 
 UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) has no header: its body is a
 ``SubscriptionGroupConfig`` (see :mod:`rocketpipe.protocol.bodies.admin`).
@@ -27,6 +27,7 @@ __all__ = [
     "QueryMessageRequestHeader",
     "QueryMessageResponseHeader",
     "QueryTopicConsumeByWhoRequestHeader",
+    "ViewBrokerStatsDataRequestHeader",
     "ViewMessageRequestHeader",
 ]
 
@@ -204,3 +205,19 @@ class GetTopicConfigRequestHeader(TopicRequestHeader):
     REQUEST_CODE: ClassVar[int] = RequestCode.GET_TOPIC_CONFIG
 
     topic: str | None = wire("topic", required=True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ViewBrokerStatsDataRequestHeader(CommandHeader):
+    """VIEW_BROKER_STATS_DATA (315) request (Java ``ViewBrokerStatsDataRequestHeader``).
+
+    Attributes:
+        stats_name: a ``BrokerStatsManager`` item set, e.g. ``TOPIC_PUT_NUMS`` (required).
+        stats_key: the item's key: a topic, ``topic@group``, or the cluster name for the
+            ``BROKER_*`` sets (required).
+    """
+
+    REQUEST_CODE: ClassVar[int] = RequestCode.VIEW_BROKER_STATS_DATA
+
+    stats_name: str | None = wire("statsName", required=True)
+    stats_key: str | None = wire("statsKey", required=True)
