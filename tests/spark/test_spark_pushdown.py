@@ -17,7 +17,7 @@ from pyspark.sql.datasource import (
 )
 
 from rocketpipe.protocol.message import MessageQueue
-from rocketpipe.spark.pushdown import PushedFilters, narrow, push_filters
+from rocketpipe.spark.pushdown import PushedFilters, narrow, push_filters, tag_expression
 
 pytestmark = pytest.mark.spark
 
@@ -25,7 +25,7 @@ QUEUES = [MessageQueue(t, b, q) for t in ("TA", "TB") for b in ("broker-a", "bro
 
 
 def test_exact_filters_are_kept_and_the_rest_returned_by_reference() -> None:
-    tags = EqualTo(("tags",), "x")
+    keys = EqualTo(("keys",), "x")
     born = GreaterThan(("born_timestamp",), dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
     not_q = Not(EqualTo(("queue_id",), 1))
     offsets_in = In(("queue_offset",), (5, 9, 7))
@@ -37,7 +37,7 @@ def test_exact_filters_are_kept_and_the_rest_returned_by_reference() -> None:
         LessThan(("queue_id",), 3),
         GreaterThan(("queue_offset",), 2),
         LessThanOrEqual(("queue_offset",), 20),
-        tags,
+        keys,
         born,
         not_q,
         offsets_in,
@@ -45,7 +45,7 @@ def test_exact_filters_are_kept_and_the_rest_returned_by_reference() -> None:
         IsNotNull(("body",)),
     ]
     pushed, remaining = push_filters(filters)
-    assert remaining == [tags, born, not_q, offsets_in, store, filters[-1]]
+    assert remaining == [keys, born, not_q, offsets_in, store, filters[-1]]
     assert all(any(r is f for f in filters) for r in remaining)
     assert pushed.topics == {"TA"} and pushed.broker_names == {"broker-a", "broker-z"}
     assert (pushed.queue_id_lo, pushed.queue_id_hi) == (1, 3)
@@ -110,3 +110,31 @@ def test_narrow_shrinks_ranges_and_searches_kept_queues_only() -> None:
     searched.clear()
     lo, hi = narrow(PushedFilters(offset_lo=100, store_ms_lo=1000), queues, start, end, search)
     assert all(lo[mq] == hi[mq] == 100 for mq in queues) and searched == []
+
+
+def test_tags_equal_and_in_are_pushed_as_a_tag_subscription() -> None:
+    pushed, remaining = push_filters([In(("tags",), ("b", "a", "c")), EqualTo(("topic",), "TA")])
+    assert remaining == [] and pushed.tags == {"a", "b", "c"}
+    assert tag_expression(pushed.tags) == "a||b||c"
+    assert [mq for mq in QUEUES if pushed.keeps(mq)] == QUEUES[:8]
+    pushed, _ = push_filters([In(("tags",), ("a", "b")), EqualTo(("tags",), "b")])
+    assert pushed.tags == {"b"}
+    # disjoint conjuncts: nothing can match, no queue is read
+    pushed, remaining = push_filters([EqualTo(("tags",), "a"), EqualTo(("tags",), "b")])
+    assert remaining == [] and pushed.tags == frozenset() and not any(pushed.keeps(mq) for mq in QUEUES)
+    with pytest.raises(ValueError, match="at least one tag"):
+        tag_expression(frozenset())
+
+
+def test_tags_the_subscription_syntax_cannot_carry_stay_with_spark() -> None:
+    unfit = [
+        EqualTo(("tags",), "*"),
+        EqualTo(("tags",), ""),
+        EqualTo(("tags",), " padded"),
+        In(("tags",), ("a", "x||y")),
+        In(("tags",), ()),
+        EqualTo(("tags",), 7),
+        Not(EqualTo(("tags",), "a")),
+    ]
+    pushed, remaining = push_filters(unfit)
+    assert remaining == unfit and pushed == PushedFilters()

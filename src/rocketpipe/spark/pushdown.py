@@ -15,8 +15,15 @@ Spark must still evaluate. :func:`narrow` then applies them to the planned queue
   or after a time), widened to whole milliseconds so the pulled range holds every matching
   row; Spark re-checks the exact bound.
 
+* ``tags`` (``=``, ``IN``): the pulls carry the tag subscription ``a||b`` (Java's
+  ``FilterAPI.buildSubscriptionData``), so the broker hands out only the messages whose tags hash
+  code is one of the tags' (``String.hashCode``); the reader then keeps the rows whose tag string
+  is one of them, as Java's ``PullAPIWrapper.processPullResult`` re-checks it (equal hash codes,
+  other tag). Exact. A tag that the subscription syntax cannot carry (empty, ``*``, containing
+  ``||`` or surrounding blanks) is left to Spark.
+
 Everything else (``born_timestamp`` — the producer's clock, which the broker's time search does
-not index —, ``tags``, ``keys``, ``Not``, ``IsNull`` …) is left to Spark.
+not index —, ``keys``, ``Not``, ``IsNull`` …) is left to Spark.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from pyspark.sql.datasource import (
 
 from ..protocol.message import MessageQueue
 
-__all__ = ["PushedFilters", "narrow", "push_filters"]
+__all__ = ["PushedFilters", "narrow", "push_filters", "tag_expression"]
 
 _RANGE = (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)
 
@@ -54,6 +61,7 @@ class PushedFilters:
         offset_lo / offset_hi: ``queue_offset`` range, inclusive lo, exclusive hi.
         store_ms_lo: read from the first message stored at or after this epoch ms.
         store_ms_hi: read up to (excluding) the first message stored at or after this epoch ms.
+        tags: the allowed tag strings (``tags = / IN``; an empty set: nothing matches).
         described: one text per pushed filter, for the log line.
     """
 
@@ -66,17 +74,37 @@ class PushedFilters:
     offset_hi: int | None = None
     store_ms_lo: int | None = None
     store_ms_hi: int | None = None
+    tags: frozenset[str] | None = None
     described: tuple[str, ...] = field(default=())
 
     def keeps(self, mq: MessageQueue) -> bool:
         """True when queue ``mq`` may hold matching rows."""
         return (
-            (self.topics is None or mq.topic in self.topics)
+            self.tags != frozenset()
+            and (self.topics is None or mq.topic in self.topics)
             and (self.broker_names is None or mq.broker_name in self.broker_names)
             and (self.queue_ids is None or mq.queue_id in self.queue_ids)
             and (self.queue_id_lo is None or mq.queue_id >= self.queue_id_lo)
             and (self.queue_id_hi is None or mq.queue_id < self.queue_id_hi)
         )
+
+
+def _subscribable(tag: Any) -> bool:
+    """Whether ``tag`` survives a TAG subscription expression unchanged (``FilterAPI`` splits at
+    ``||``, trims each part, drops empty ones and reads a lone ``*`` as "all")."""
+    return isinstance(tag, str) and tag != "*" and bool(tag) and tag == tag.strip() and "||" not in tag
+
+
+def tag_expression(tags: Iterable[str]) -> str:
+    """The TAG subscription expression of ``tags`` (``"a||b"``, sorted), as pulls carry it.
+
+    Raises:
+        ValueError: no tag (an empty expression would subscribe to every message).
+    """
+    ordered = sorted(tags)
+    if not ordered:
+        raise ValueError("a tag subscription needs at least one tag")
+    return "||".join(ordered)
 
 
 def _meet_set(old: frozenset[Any] | None, new: Iterable[Any]) -> frozenset[Any]:
@@ -152,6 +180,11 @@ def push_filters(filters: Iterable[Filter]) -> tuple[PushedFilters, list[Filter]
                     p = replace(p, topics=_meet_set(p.topics, values))
                 else:
                     p = replace(p, broker_names=_meet_set(p.broker_names, values))
+                exact = True
+        elif col == "tags" and isinstance(f, EqualTo | In):
+            tags = (f.value,) if isinstance(f, EqualTo) else tuple(f.value)
+            if tags and all(_subscribable(t) for t in tags):
+                p = replace(p, tags=_meet_set(p.tags, tags))
                 exact = True
         elif col in ("queue_id", "queue_offset") and isinstance(f, In):
             ints = [_int(v) for v in f.value]

@@ -24,6 +24,7 @@ Imports: pyspark, pyarrow, :mod:`rocketpipe.client` (public API), :mod:`rocketpi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import logging
 import re
@@ -66,7 +67,7 @@ from .offsets import (
     split_ranges,
 )
 from .options import ConnectionOptions, SourceOptions
-from .pushdown import PushedFilters, narrow, push_filters
+from .pushdown import PushedFilters, narrow, push_filters, tag_expression
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -116,6 +117,9 @@ class ClientSpec:
         columns: the columns each batch keeps, in order (``None`` = all of :data:`~rocketpipe.spark.decode.ARROW_SCHEMA`).
         connection: ACL credentials and TLS settings of the clients (not used by a
             ``client_factory`` client); its ``repr`` hides the secrets.
+        tags: a pushed ``tags = / IN`` filter (:mod:`rocketpipe.spark.pushdown`): the pulls carry
+            this tag subscription (a ``client_factory`` client pulls everything) and only rows
+            whose tag is one of these are returned; ``None``: every row.
     """
 
     name_server: str
@@ -126,6 +130,7 @@ class ClientSpec:
     fail_on_data_loss: bool
     columns: tuple[str, ...] | None = None
     connection: ConnectionOptions = field(default_factory=ConnectionOptions)
+    tags: frozenset[str] | None = None
 
     @classmethod
     def from_options(cls, options: SourceOptions) -> ClientSpec:
@@ -253,6 +258,7 @@ class _LoopPuller:
 
         self._timeout = spec.pull_timeout_s
         self.concurrency = spec.pull_concurrency
+        self._subscription = None if spec.tags is None else tag_expression(spec.tags)
         self._pulls: set[asyncio.Task[Any]] = set()  # touched on the loop thread only
         self._loop = loop = new_event_loop()
         self._thread = threading.Thread(target=self._run, name="rocketmq-pull-loop", daemon=True)
@@ -281,7 +287,9 @@ class _LoopPuller:
         assert task is not None
         self._pulls.add(task)
         try:
-            return await self._admin.pull_raw(mq, offset, n, timeout=self._timeout)
+            if self._subscription is None:
+                return await self._admin.pull_raw(mq, offset, n, timeout=self._timeout)
+            return await _pull_by_tags(self._admin, mq, offset, n, self._subscription, self._timeout)
         finally:
             self._pulls.discard(task)
 
@@ -306,6 +314,41 @@ class _LoopPuller:
             log.debug("closing the pull client failed", exc_info=True)
         finally:
             self._stop()
+
+
+async def _pull_by_tags(admin: Any, mq: MessageQueue, offset: int, n: int, subscription: str, timeout: float) -> Any:
+    """``Admin.pull_raw`` with a TAG subscription instead of ``*``: PULL_MESSAGE (11) as group
+    ``TOOLS_CONSUMER``, no suspend, no offset commit, ``subscription`` (``"a||b"``) with
+    FLAG_SUBSCRIPTION, to the queue's master (``timeout`` in seconds). The broker hands out only
+    the messages whose tags hash code matches, scanning past the others, and answers
+    ``next_begin_offset`` after the scanned entries.
+
+    Uses ``client.rpc`` until ``Admin.pull_raw`` takes a subscription.
+
+    Raises:
+        BrokerError / TransportError / RocketMQError: as ``Admin.pull_raw``.
+    """
+    from ..client import rpc
+    from ..client.admin import TOOLS_CONSUMER_GROUP
+    from ..protocol.sysflag import build_pull_sys_flag
+
+    runtime = admin.runtime
+    addr = await runtime.find_master_addr(mq.broker_name, mq.topic)
+    return await rpc.pull_message(
+        runtime.pool,
+        addr,
+        consumer_group=TOOLS_CONSUMER_GROUP,
+        mq=mq,
+        queue_offset=offset,
+        max_msg_nums=n,
+        sys_flag=build_pull_sys_flag(commit_offset=False, suspend=False, subscription=True),
+        commit_offset=0,
+        suspend_timeout=0.0,
+        subscription=subscription,
+        sub_version=0,
+        expression_type="TAG",
+        timeout=timeout,
+    )
 
 
 def open_puller(spec: ClientSpec) -> _Puller | _LoopPuller:
@@ -366,6 +409,9 @@ class _RangeRead:
         self.pending: list[bytes] = []
         self.pending_rows = self.pending_bytes = 0
         self.empty_pulls = 0
+        #: pulls filtered by tags: offsets without a matching message are skipped (not lost), one
+        #: pull at a time, each from where the previous one's scan ended (``next_begin_offset``)
+        self.filtered = spec.tags is not None
 
     @property
     def issued_all(self) -> bool:
@@ -388,7 +434,7 @@ class _RangeRead:
     def fill(self, budget: int | None = None) -> int:
         """Issue new pulls up to the concurrency (one until the step is learned), the range end
         and ``budget`` new pulls; return how many were issued."""
-        limit = self.puller.concurrency if self.learned else 1
+        limit = self.puller.concurrency if self.learned and not self.filtered else 1
         if budget is not None:
             limit = min(limit, len(self.inflight) + budget)
         end = self.rng.end
@@ -449,6 +495,9 @@ class _RangeRead:
         rng = self.rng
         self.empty_pulls = 0
         body = res.body
+        if self.filtered:
+            self._found_filtered(off, res)
+            return
         (first,) = _QUEUE_OFFSET.unpack_from(body, 20)
         if first > off:
             _lost(self.spec, rng, off, min(first, rng.end), f"the broker returned offset {first} first")
@@ -462,6 +511,21 @@ class _RangeRead:
         self.cursor = nxt
         if nxt < off + n:
             self.push_remainder(nxt, off + n - nxt)
+
+    def _found_filtered(self, off: int, res: Any) -> None:
+        """Keep the body of a tag-filtered pull at ``off`` and go on where the broker's scan
+        ended: the offsets it skipped hold no matching message (not data loss).
+
+        Raises:
+            ProtocolError: the broker makes no progress.
+        """
+        nxt = int(res.next_begin_offset)
+        if nxt <= off:
+            raise ProtocolError(f"pull of {self.mq} at {off} made no progress (next offset {res.next_begin_offset})")
+        self.pending.append(res.body)
+        self.pending_rows += min(nxt, self.rng.end) - off
+        self.pending_bytes += len(res.body)
+        self.cursor = self.next_issue = nxt
 
     def _offset_illegal(self, off: int, n: int, res: Any) -> bool:
         """OFFSET_ILLEGAL: skip what fell below the queue's min offset; stop past its max."""
@@ -484,6 +548,10 @@ class _RangeRead:
         if status == "NO_NEW_MSG" and off >= hi_q:
             _lost(self.spec, self.rng, off, self.rng.end, f"the queue's max offset is now {hi_q}")
             return True
+        if self.filtered and nxt > off:  # no matching message in the scanned entries
+            self.empty_pulls = 0
+            self.cursor = self.next_issue = nxt
+            return False
         if off < nxt < off + n:
             self.cursor = nxt
             self.push_front(nxt, off + n - nxt)
@@ -513,13 +581,24 @@ class _RangeRead:
             columns=self.spec.columns,
         )
         self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
-        return batch
+        # a pushed tags filter names the column, so the rows read have it
+        return batch if self.spec.tags is None else _with_tags(batch, self.spec.tags)
 
     def cancel(self) -> None:
         """Drop the pulls still in flight (their answers are not needed)."""
         for _, _, fut in self.inflight:
             fut.cancel()
         self.inflight.clear()
+
+
+def _with_tags(batch: pa.RecordBatch, tags: frozenset[str]) -> pa.RecordBatch:
+    """The rows of ``batch`` whose ``tags`` is one of ``tags`` (null tags never match), as Java's
+    ``PullAPIWrapper.processPullResult`` re-checks the tag strings after the broker's hash-code
+    filter."""
+    import pyarrow.compute as pc  # executors only
+
+    keep = pc.fill_null(pc.is_in(batch.column("tags"), value_set=pa.array(sorted(tags), pa.string())), False)
+    return batch.filter(keep)
 
 
 def _top_up(reads: list[_RangeRead], i: int, limit: int) -> None:
@@ -606,14 +685,19 @@ def _monotonic_ms() -> float:
     return time.monotonic() * 1000
 
 
-def make_partitions(ranges: list[QueueRange], options: SourceOptions) -> list[RocketMQInputPartition]:
+def make_partitions(
+    ranges: list[QueueRange], options: SourceOptions, tags: frozenset[str] | None = None
+) -> list[RocketMQInputPartition]:
     """Group ranges into input partitions: Kafka's planning (one per queue range, split by
-    ``minPartitions`` / ``maxRecordsPerPartition``) or, with ``numPartitions``, by row count."""
+    ``minPartitions`` / ``maxRecordsPerPartition``) or, with ``numPartitions``, by row count;
+    ``tags``: a pushed tag filter (:attr:`ClientSpec.tags`)."""
     if options.num_partitions is not None:
         groups = split_ranges(ranges, options.num_partitions)
     else:
         groups = kafka_ranges(ranges, options.min_partitions, options.max_records_per_partition)
     client = ClientSpec.from_options(options)
+    if tags is not None:
+        client = dataclasses.replace(client, tags=tags)
     return [RocketMQInputPartition(i, group, client) for i, group in enumerate(groups)]
 
 
@@ -835,7 +919,11 @@ class RocketMQBatchReader(DataSourceReader):
             client.close()
         ranges = plan_ranges(start, end)
         log.info("batch read of %d rows in %d ranges", sum(r.size for r in ranges), len(ranges))
-        return make_partitions(ranges, opts)
+        return make_partitions(ranges, opts, self._tags())
+
+    def _tags(self) -> frozenset[str] | None:
+        """A tag filter to pull with (none here; :class:`RocketMQPushdownBatchReader`'s pushed one)."""
+        return None
 
     def _narrow(
         self, queues: list[MessageQueue], start: Offsets, end: Offsets, client: _DriverClient
@@ -881,6 +969,9 @@ class RocketMQPushdownBatchReader(RocketMQBatchReader):
         """Keep the filters that narrow the pulls; return those Spark must still evaluate."""
         self._pushed, remaining = push_filters(filters)
         return remaining
+
+    def _tags(self) -> frozenset[str] | None:
+        return self._pushed.tags
 
     def _narrow(
         self, queues: list[MessageQueue], start: Offsets, end: Offsets, client: _DriverClient
