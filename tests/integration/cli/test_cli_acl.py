@@ -57,7 +57,7 @@ def test_serve_start_line_says_acl_is_on(tmp_path: Path, acl_file: Path) -> None
     args = ("--acl-enable", "--acl-file", str(acl_file))
     with serve_process(tmp_path / "store", extra_args=args, log_file=log):
         started = next(line for line in log.read_text(encoding="utf-8").splitlines() if "serve started" in line)
-    assert f"aclEnable=true aclFile={acl_file}" in started
+    assert " aclEnable=true " in started and f" aclFile={acl_file} " in started
     assert "without --acl-enable" not in log.read_text(encoding="utf-8")
 
 
