@@ -93,6 +93,9 @@ class BrokerConfig:
         max_transfer_bytes_on_message_in_memory: most bytes one pull returns
             (``maxTransferBytesOnMessageInMemory``, 256 KiB).
         message_index_enable: keep the key index used by QUERY_MESSAGE (``messageIndexEnable``, true).
+        init_pop_offset_by_check_msg_in_mem: a POP group new to a queue, asking to start at the
+            end (``ConsumeInitMode.MAX``), starts at offset 0 instead while the queue still
+            begins at 0 and its first message is in memory (``initPopOffsetByCheckMsgInMem``, true).
         max_hash_slot_num: hash slots of one key-index file (``maxHashSlotNum``, 5 000 000).
         max_index_num: entries of one key-index file (``maxIndexNum``, 20 000 000).
         region_id: returned as ``MSG_REGION`` on send responses.
@@ -210,6 +213,7 @@ class BrokerConfig:
     max_transfer_count_on_message_in_memory: int = 32
     max_transfer_bytes_on_message_in_memory: int = 256 * 1024
     message_index_enable: bool = True
+    init_pop_offset_by_check_msg_in_mem: bool = True
     max_hash_slot_num: int = 5_000_000
     max_index_num: int = 5_000_000 * 4
     region_id: str = "DefaultRegion"

@@ -71,6 +71,9 @@ class StoreConfig:
         max_transfer_bytes_on_message_in_memory: byte cap of one get_message, bytes (256 KiB).
         max_transfer_count_on_message_in_memory: message cap of one get_message (32).
         max_filter_message_size: consume-queue bytes one get_message may scan (16 000).
+        access_message_in_memory_max_ratio: a message counts as "in memory" when it lies within
+            this percentage of the machine's physical memory from the end of the commit log
+            (``accessMessageInMemoryMaxRatio``, 40; :meth:`MessageStore.check_in_mem_by_consume_offset`).
         check_crc_on_recover: check body CRCs during recovery (true).
         message_delay_level: delay levels; used to rebuild SCHEDULE_TOPIC_XXXX tags codes
             (delivery times) on recovery.
@@ -114,6 +117,7 @@ class StoreConfig:
     max_transfer_bytes_on_message_in_memory: int = 256 * 1024
     max_transfer_count_on_message_in_memory: int = 32
     max_filter_message_size: int = 16_000
+    access_message_in_memory_max_ratio: int = 40
     check_crc_on_recover: bool = True
     message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
     message_index_enable: bool = True
@@ -147,6 +151,10 @@ class StoreConfig:
         if cq < CQ_STORE_UNIT_SIZE or cq % CQ_STORE_UNIT_SIZE:
             raise InvalidArgumentError(
                 f"mapped_file_size_consume_queue must be a positive multiple of {CQ_STORE_UNIT_SIZE}, not {cq}"
+            )
+        if not 0 <= self.access_message_in_memory_max_ratio <= 100:
+            raise InvalidArgumentError(
+                f"access_message_in_memory_max_ratio is a percentage (0..100), not {self.access_message_in_memory_max_ratio}"
             )
         for name in (
             "max_message_size",

@@ -58,6 +58,9 @@ from .segments import StoreFileError
 
 log = logging.getLogger(__name__)
 
+#: physical memory of the machine, bytes (Java's ``StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE``)
+TOTAL_PHYSICAL_MEMORY_SIZE: Final = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
 #: ``DefaultMessageStore.MAX_PULL_MSG_SIZE`` (5.x): cap of one read, bytes.
 MAX_PULL_MSG_SIZE: Final = 128 * 1024 * 1024
 _NO_DISPATCH: Final = (sf.TRANSACTION_PREPARED_TYPE, sf.TRANSACTION_ROLLBACK_TYPE)
@@ -804,6 +807,18 @@ class MessageStore:
         """First queue offset present (``getMinOffsetInQueue``); 0 for an unknown queue."""
         cq = self._queue(topic, queue_id)
         return cq.min_offset if cq is not None else 0
+
+    def check_in_mem_by_consume_offset(self, topic: str, queue_id: int, offset: int) -> bool:
+        """Whether the message at queue ``offset`` lies within ``access_message_in_memory_max_ratio``
+        percent of the physical memory from the end of the commit log (Java's
+        ``checkInMemByConsumeOffset`` with a batch of 1: the page cache most likely still holds
+        it). False when the queue has no entry there."""
+        cq = self._queue(topic, queue_id)
+        entry = cq.entry(offset) if cq is not None else None
+        if entry is None:
+            return False
+        memory = TOTAL_PHYSICAL_MEMORY_SIZE * self.config.access_message_in_memory_max_ratio // 100
+        return self.commit_log.write_offset - entry[0] < memory
 
     def get_store_timestamp(self, topic: str, queue_id: int, offset: int) -> int:
         """Store time (ms) of the message at queue ``offset``, or -1 (``getMessageStoreTimeStamp``)."""

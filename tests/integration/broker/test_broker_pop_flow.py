@@ -5,9 +5,11 @@ clock (invisible deadlines and revive use the broker's wall clock)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from broker_testkit import TIMEOUT, send
@@ -39,9 +41,12 @@ INVISIBLE_MS = 10_000
 
 
 @asynccontextmanager
-async def pop_broker(store_dir: Path, clock: FakeClock) -> AsyncIterator[tuple[Broker, PopService]]:
-    """A started broker with POP installed (started after the broker, closed before it)."""
-    async with Broker(BrokerConfig(store_dir=store_dir, mapped_file_size_commit_log=1 << 20), clock=clock) as b:
+async def pop_broker(store_dir: Path, clock: FakeClock, **config: Any) -> AsyncIterator[tuple[Broker, PopService]]:
+    """A started broker with POP installed (started after the broker, closed before it);
+    ``config``: more :class:`BrokerConfig` fields."""
+    async with Broker(
+        BrokerConfig(store_dir=store_dir, mapped_file_size_commit_log=1 << 20, **config), clock=clock
+    ) as b:
         svc = install(b)
         await svc.start()
         try:
@@ -304,11 +309,31 @@ async def test_broker_pop_filters_by_tag_and_skips_filtered_offsets(env) -> None
     assert r.code == ResponseCode.POLLING_TIMEOUT  # TAG "SQL": nothing left to match
 
 
-async def test_broker_pop_init_mode_max_starts_at_the_last_message(env) -> None:
-    _b, _svc, clock, c = env
+async def test_broker_pop_init_mode_max_starts_at_0_while_the_first_message_is_in_memory(env) -> None:
+    """Java's ``initPopOffsetByCheckMsgInMem`` (on by default): a new group asking for MAX on a
+    queue that still starts at 0, its first message within 40 % of the memory from the end of
+    the commit log, starts at 0; once that message is no longer "in memory" (here: the ratio at
+    0), it pops the last message only ("pop last one")."""
+    b, _svc, clock, c = env
     await produce(c, "PopMax", 3)
     msgs = _popped(await pop(c, clock, "PopMax", init_mode=1, group="g-max"))
+    assert [m.body for m in msgs] == [b"m0", b"m1", b"m2"]
+    b.store.config = dataclasses.replace(b.store.config, access_message_in_memory_max_ratio=0)
+    assert not b.store.check_in_mem_by_consume_offset("PopMax", 0, 0)
+    msgs = _popped(await pop(c, clock, "PopMax", init_mode=1, group="g-max-2"))
     assert [m.body for m in msgs] == [b"m2"]
+
+
+async def test_broker_pop_init_mode_max_starts_at_the_last_message_when_the_check_is_off(tmp_path: Path) -> None:
+    clock = FakeClock()
+    async with pop_broker(tmp_path, clock, init_pop_offset_by_check_msg_in_mem=False) as (b, _svc):
+        c = await Connection.connect(b.address)
+        try:
+            await produce(c, "PopMax", 3)
+            msgs = _popped(await pop(c, clock, "PopMax", init_mode=1, group="g-max"))
+            assert [m.body for m in msgs] == [b"m2"]
+        finally:
+            await c.close()
 
 
 async def test_broker_pop_long_polling_returns_when_a_message_arrives(env) -> None:

@@ -259,7 +259,10 @@ class PopProcessor:
 
         Mirrors ``PopMessageProcessor.getPopOffset``: the committed consumer offset (shared with
         PULL) is the floor and the pop buffer's offset may be ahead of it, so a group switched
-        from PULL to POP at runtime does not get the already pulled messages popped again.
+        from PULL to POP at runtime does not get the already pulled messages popped again. A
+        group new to the queue starts as ``getInitOffset``: MIN (and retry topics) at the min
+        offset; MAX at 0 while the queue starts at 0 and its first message is in memory
+        (``initPopOffsetByCheckMsgInMem``), else at the last message ("pop last one").
         """
         b = self.broker
         table = self.service.table
@@ -278,6 +281,12 @@ class PopProcessor:
         if off < 0:
             if init_mode == ConsumeInitMode.MIN or retry.is_retry_topic(topic):
                 off = b.store.get_min_offset(topic, queue_id)
+            elif (
+                b.config.init_pop_offset_by_check_msg_in_mem
+                and b.store.get_min_offset(topic, queue_id) <= 0
+                and b.store.check_in_mem_by_consume_offset(topic, queue_id, 0)
+            ):
+                off = 0  # a young queue: from its first message, as Java's getInitOffset
             else:
                 off = max(0, b.store.get_max_offset(topic, queue_id) - 1)  # "pop last one"
             b.offsets.commit(group, topic, queue_id, off)
