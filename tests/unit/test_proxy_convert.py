@@ -10,7 +10,8 @@ from rocketmq.grpc_protocol import definition_pb2 as pb
 
 from rocketpipe.errors import TopicNotExistError
 from rocketpipe.protocol.bodies.route import BrokerData, QueueData, TopicRouteData
-from rocketpipe.proxy.convert import GrpcError, consistent_hash, error_status, java_string_hash, to_remoting_message
+from rocketpipe.protocol.message import java_string_hash
+from rocketpipe.proxy.convert import GrpcError, consistent_hash, error_status, to_remoting_message
 from rocketpipe.proxy.route import message_queues
 
 #: (string, String.hashCode(), {buckets: Hashing.consistentHash(hashCode, buckets)}), printed by

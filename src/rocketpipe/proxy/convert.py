@@ -9,8 +9,10 @@ Mirrors Java 5.3.3's proxy ``SendMessageActivity.buildMessage`` / ``buildMessage
 from __future__ import annotations
 
 import gzip
+import hashlib
 from typing import Any, Final
 
+from google.protobuf import timestamp_pb2
 from rocketmq.grpc_protocol import definition_pb2 as pb
 
 from ..errors import (
@@ -21,7 +23,7 @@ from ..errors import (
     TopicNotExistError,
 )
 from ..protocol import message as pm
-from ..protocol.message import Message
+from ..protocol.message import Message, MessageExt
 
 #: ``MessageConst`` names the proxy sets (not all are in :mod:`rocketpipe.protocol.message`).
 PROPERTY_SHARDING_KEY: Final = "__SHARDINGKEY"
@@ -29,6 +31,9 @@ PROPERTY_TRACE_CONTEXT: Final = "TRACE_CONTEXT"
 PROPERTY_BORN_HOST: Final = "__BORNHOST"
 PROPERTY_BORN_TIMESTAMP: Final = "BORN_TIMESTAMP"
 PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS: Final = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+PROPERTY_POP_CK: Final = "POP_CK"
+PROPERTY_DLQ_ORIGIN_TOPIC: Final = "DLQ_ORIGIN_TOPIC"
+PROPERTY_DLQ_ORIGIN_MESSAGE_ID: Final = "DLQ_ORIGIN_MESSAGE_ID"
 
 
 class GrpcError(Exception):
@@ -74,15 +79,6 @@ def error_status(exc: BaseException) -> pb.Status:
     return status(pb.Code.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
 
 
-def java_string_hash(s: str) -> int:
-    """``String.hashCode()`` (UTF-16 code units, 32-bit signed)."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
 def consistent_hash(value: int, buckets: int) -> int:
     """Guava's ``Hashing.consistentHash(long, int)``: a bucket in ``[0, buckets)``.
 
@@ -106,6 +102,12 @@ def consistent_hash(value: int, buckets: int) -> int:
 
 def _has_control_character(s: str) -> bool:
     return any(ord(c) < 0x20 or ord(c) == 0x7F for c in s)
+
+
+def _timestamp(ms: int) -> timestamp_pb2.Timestamp:
+    ts = timestamp_pb2.Timestamp()
+    ts.FromMilliseconds(ms)
+    return ts
 
 
 def _timestamp_ms(ts: Any) -> int:
@@ -183,3 +185,72 @@ def to_remoting_message(
         props[PROPERTY_BORN_TIMESTAMP] = str(_timestamp_ms(sp.born_timestamp))
     msg = Message(topic=proto.topic.name, body=body, properties=props)
     return msg, half
+
+
+_DELAY_PROPERTIES: Final = (pm.PROPERTY_DELAY_TIME_LEVEL, pm.PROPERTY_TIMER_DELIVER_MS, pm.PROPERTY_TIMER_DELAY_SEC)
+
+
+def message_type_of(props: dict[str, str]) -> int:
+    """``GrpcConverter.buildSystemProperties``' message type: TRANSACTION (``TRAN_MSG``), DELAY
+    (``DELAY`` / ``TIMER_DELIVER_MS`` / ``TIMER_DELAY_SEC``), FIFO (``__SHARDINGKEY``), else NORMAL."""
+    if props.get(pm.PROPERTY_TRANSACTION_PREPARED) == "true":
+        return int(pb.MessageType.TRANSACTION)
+    if any(k in props for k in _DELAY_PROPERTIES):
+        return int(pb.MessageType.DELAY)
+    if PROPERTY_SHARDING_KEY in props:
+        return int(pb.MessageType.FIFO)
+    return int(pb.MessageType.NORMAL)
+
+
+def to_grpc_message(msg: MessageExt, now_ms: int) -> pb.Message:
+    """A stored message as the SDKs receive it (``GrpcConverter.buildMessage``).
+
+    User properties are the non-system ones; the body is sent inflated (IDENTITY) with its MD5
+    (upper-case hex, as Java's ``BinaryUtil.generateMd5``); ``message_id`` is ``UNIQ_KEY`` (the
+    offset msg id when absent); ``receipt_handle`` the ``POP_CK`` property; ``delivery_attempt``
+    = reconsume times + 1; ``now_ms`` (ms) turns ``TIMER_DELAY_SEC`` into a delivery time.
+    """
+    props = msg.properties
+    sp = pb.SystemProperties()
+    tags = props.get(pm.PROPERTY_TAGS)
+    if tags is not None:
+        sp.tag = tags
+    keys = props.get(pm.PROPERTY_KEYS)
+    if keys is not None:
+        sp.keys.extend(keys.split(" "))
+    sp.message_id = props.get(pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.offset_msg_id
+    sp.body_digest.type = pb.DigestType.MD5
+    sp.body_digest.checksum = hashlib.md5(msg.body).hexdigest().upper()
+    sp.body_encoding = pb.Encoding.IDENTITY
+    sp.message_type = message_type_of(props)
+    sp.born_timestamp.CopyFrom(_timestamp(msg.born_timestamp))
+    born_host = props.get(PROPERTY_BORN_HOST) or msg.born_host
+    if born_host:
+        sp.born_host = born_host
+    sp.store_timestamp.CopyFrom(_timestamp(msg.store_timestamp))
+    if msg.store_host:
+        sp.store_host = msg.store_host
+    delay_sec = props.get(pm.PROPERTY_TIMER_DELAY_SEC)
+    deliver_ms = props.get(pm.PROPERTY_TIMER_DELIVER_MS)
+    if delay_sec is not None and delay_sec.isdigit():
+        sp.delivery_timestamp.CopyFrom(_timestamp(now_ms + int(delay_sec) * 1000))
+    elif deliver_ms is not None and deliver_ms.lstrip("-").isdigit():
+        sp.delivery_timestamp.CopyFrom(_timestamp(int(deliver_ms)))
+    group = props.get(PROPERTY_SHARDING_KEY)
+    if group is not None:
+        sp.message_group = group
+    handle = props.get(PROPERTY_POP_CK)
+    if handle is not None:
+        sp.receipt_handle = handle
+    sp.queue_id = msg.queue_id
+    sp.queue_offset = msg.queue_offset
+    sp.delivery_attempt = msg.reconsume_times + 1
+    trace = props.get(PROPERTY_TRACE_CONTEXT)
+    if trace is not None:
+        sp.trace_context = trace
+    dlq_topic, dlq_id = props.get(PROPERTY_DLQ_ORIGIN_TOPIC), props.get(PROPERTY_DLQ_ORIGIN_MESSAGE_ID)
+    if dlq_topic is not None and dlq_id is not None:
+        sp.dead_letter_queue.topic = dlq_topic
+        sp.dead_letter_queue.message_id = dlq_id
+    user = {k: v for k, v in props.items() if k not in pm.SYSTEM_PROPERTY_NAMES}
+    return pb.Message(topic=pb.Resource(name=msg.topic), user_properties=user, system_properties=sp, body=msg.body)

@@ -1,10 +1,10 @@
 """The ``apache.rocketmq.v2.MessagingService`` servicer: each gRPC call made into remoting calls
 with rocketpipe's client (``grpc.aio``, in the caller's event loop).
 
-Step 1 of the endpoint (issue 15): QueryRoute, Heartbeat, Telemetry (client settings),
-SendMessage (normal, FIFO, delay/timer messages; one message or a batch) and
-NotifyClientTermination. The other calls answer NOT_IMPLEMENTED (gRPC status UNIMPLEMENTED, the
-generated base class's default).
+Served: QueryRoute, Heartbeat, Telemetry (client settings), SendMessage (normal, message-group
+and timer messages; one message or a batch), NotifyClientTermination, and the SimpleConsumer's
+ReceiveMessage, AckMessage and ChangeInvisibleDuration (:mod:`.consumer`). The other calls
+answer UNIMPLEMENTED (the generated base class's default).
 
 Mirrors Java 5.3.3's proxy ``GrpcMessagingApplication`` → ``RouteActivity``,
 ``SendMessageActivity``, ``ClientActivity``, ``GrpcClientSettingsManager``.
@@ -13,6 +13,7 @@ Mirrors Java 5.3.3's proxy ``GrpcMessagingApplication`` → ``RouteActivity``,
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
@@ -24,8 +25,9 @@ from rocketmq.grpc_protocol import service_pb2_grpc as sgrpc
 from ..broker.topics import validate_topic
 from ..client import Admin, Producer
 from ..errors import RocketMQError
-from ..protocol.message import Message, MessageQueue
-from .convert import OK, GrpcError, consistent_hash, error_status, java_string_hash, status, to_remoting_message
+from ..protocol.message import Message, MessageQueue, java_string_hash
+from . import consumer
+from .convert import OK, GrpcError, consistent_hash, error_status, status, to_remoting_message
 from .route import message_queues
 
 log = logging.getLogger(__name__)
@@ -137,14 +139,56 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
             if not command.HasField("settings"):
                 continue
             settings = command.settings
-            if settings.WhichOneof("pub_sub") != "publishing":
+            kind = settings.WhichOneof("pub_sub")
+            if kind == "publishing":
+                merged = producer_settings(settings, self.max_body_size)
+            elif kind == "subscription":
+                merged = consumer.subscription_settings(settings)
+            else:
                 yield spb.TelemetryCommand(
-                    status=status(pb.Code.NOT_IMPLEMENTED, "only producers are served by this endpoint yet")
+                    status=status(pb.Code.BAD_REQUEST, "there is no publishing or subscription data in settings")
                 )
                 continue
-            self.client_settings[client_id] = settings
-            merged = producer_settings(settings, self.max_body_size)
+            self.client_settings[client_id] = merged
             yield spb.TelemetryCommand(status=status(OK), settings=merged)
+
+    # ------------------------------------------------------------------ consume
+    async def ReceiveMessage(
+        self, request: spb.ReceiveMessageRequest, context: Any
+    ) -> AsyncIterator[spb.ReceiveMessageResponse]:
+        """Pop from the broker of the request's queue; a status, then the messages."""
+        remaining = context.time_remaining()
+        remaining_ms = int(remaining * 1000) if remaining is not None else 60_000
+        try:
+            responses = await consumer.receive(
+                self.admin.runtime,
+                request,
+                self.client_settings.get(_client_id(context)),
+                remaining_ms,
+                int(time.time() * 1000),
+            )
+        except Exception as exc:
+            if not isinstance(exc, (GrpcError, RocketMQError)):
+                log.exception("gRPC ReceiveMessage failed")
+            responses = [spb.ReceiveMessageResponse(status=error_status(exc))]
+        for response in responses:
+            yield response
+
+    async def AckMessage(self, request: spb.AckMessageRequest, context: Any) -> spb.AckMessageResponse:
+        """Acknowledge popped messages by receipt handle."""
+        try:
+            return await consumer.ack(self.admin.runtime, request)
+        except Exception as exc:
+            return spb.AckMessageResponse(status=error_status(exc))
+
+    async def ChangeInvisibleDuration(
+        self, request: spb.ChangeInvisibleDurationRequest, context: Any
+    ) -> spb.ChangeInvisibleDurationResponse:
+        """Make a popped message invisible for another while; answers the new receipt handle."""
+        try:
+            return await consumer.change_invisible(self.admin.runtime, request)
+        except Exception as exc:
+            return spb.ChangeInvisibleDurationResponse(status=error_status(exc))
 
     # ------------------------------------------------------------------ send
     async def SendMessage(self, request: spb.SendMessageRequest, context: Any) -> spb.SendMessageResponse:

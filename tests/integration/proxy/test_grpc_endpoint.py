@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from rocketmq import ClientConfiguration, Credentials, SendReceipt
+from rocketmq import ClientConfiguration, Credentials, FilterExpression, SendReceipt, SimpleConsumer
 from rocketmq import Message as SdkMessage
 from rocketmq import Producer as SdkProducer
 
-from rocketpipe import Admin, MessageExt
+from rocketpipe import Admin, Message, MessageExt, Producer
 from rocketpipe.protocol.message import decode_records
 from rocketpipe.proxy import ProxyServer
 from rocketpipe.testing.cluster import LocalCluster, local_cluster
@@ -95,3 +95,43 @@ async def test_sdk_send_to_an_unknown_topic_fails_with_topic_not_found(
     # the SDK logs the QueryRoute status it got: TOPIC_NOT_FOUND (40402) with the name server's words
     assert any("40402" in r.getMessage() and "NoSuchTopic" in r.getMessage() for r in caplog.records)
     assert await stored(cluster, TOPIC) == []
+
+
+def sdk_consume(endpoint: str, group: str, topic: str, expression: str, want: int) -> dict[str, list[int]]:
+    """The SDK's SimpleConsumer: receive until ``want`` distinct messages arrived, giving the
+    first one back for redelivery (change invisible duration to 1 s) and acknowledging the rest;
+    then wait for the redelivery and acknowledge it. Returns body → delivery attempts seen."""
+    consumer = SimpleConsumer(
+        ClientConfiguration(endpoint, Credentials()), group, {topic: FilterExpression(expression)}, await_duration=5
+    )
+    consumer.startup()
+    seen: dict[str, list[int]] = {}
+    try:
+        gave_back = False
+        for _ in range(20):  # bounded: each receive long-polls at most 5 s
+            for m in consumer.receive(16, 15):
+                body = m.body.decode()
+                seen.setdefault(body, []).append(m.delivery_attempt)
+                if not gave_back:
+                    consumer.change_invisible_duration(m, 1)
+                    gave_back = True
+                else:
+                    consumer.ack(m)
+            if len(seen) == want and any(len(v) == 2 for v in seen.values()):
+                return seen
+        raise AssertionError(f"after 20 receives: {seen}")
+    finally:
+        consumer.shutdown()
+
+
+async def test_sdk_simple_consumer_receives_filters_acks_and_redelivers(
+    cluster: LocalCluster, proxy: ProxyServer
+) -> None:
+    async with Producer("pg", namesrv_addr=cluster.namesrv_addr) as p:
+        for i in range(8):
+            await p.send(Message.build(TOPIC, f"m{i}", tags="TagA" if i % 2 == 0 else "TagB", properties={"n": str(i)}))
+    seen = await asyncio.to_thread(sdk_consume, proxy.address, "GrpcGroup", TOPIC, "TagA", 4)
+    assert sorted(seen) == ["m0", "m2", "m4", "m6"]  # TagB filtered out
+    redelivered = [body for body, attempts in seen.items() if len(attempts) == 2]
+    assert len(redelivered) == 1 and seen[redelivered[0]] == [1, 2]
+    assert all(attempts == [1] for body, attempts in seen.items() if body not in redelivered)
