@@ -7,15 +7,20 @@ import org.apache.rocketmq.acl.common.AclClientRPCHook;
 import org.apache.rocketmq.acl.common.SessionCredentials;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.exception.MQBrokerException;
+import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 /**
  * ACL 1.0 clients (AclClientRPCHook) against a broker with ACL on: a producer with the publishing
- * account sends n messages, a producer whose secret is wrong is refused, a lite pull consumer
- * with the subscribing account reads the n messages back, one with the publishing account reads
- * nothing. Args: namesrv topic group pubAk pubSk subAk subSk n timeoutSeconds.
+ * account sends n messages; producers with a wrong secret, an unknown access key and the
+ * subscribing account (no PUB) are refused; an admin client with the subscribing account is
+ * refused an admin-only topic creation; a lite pull consumer with the subscribing account reads
+ * the n messages back. Args: namesrv topic group pubAk pubSk subAk subSk n timeoutSeconds
+ * brokerAddr noAdminTopic. Each refusal is reported as its response code and message.
  */
 public final class AclScenario {
     public static void main(String[] args) throws Exception {
@@ -40,18 +45,21 @@ public final class AclScenario {
             p.shutdown();
         }
 
-        DefaultMQProducer wrong = producer(ns, group + "-wrong", new SessionCredentials(args[3], "not-the-secret"));
-        wrong.setRetryTimesWhenSendFailed(0);
+        refusedSend(out, "wrongSecret", ns, group + "-wrong", new SessionCredentials(args[3], "not-the-secret"), topic);
+        refusedSend(out, "unknownKey", ns, group + "-unknown", new SessionCredentials("stranger1", "whatever1"), topic);
+        refusedSend(out, "noPub", ns, group + "-nopub", sub, topic);
+
+        DefaultMQAdminExt admin = new DefaultMQAdminExt(new AclClientRPCHook(sub), 10000);
+        admin.setNamesrvAddr(ns);
+        admin.setInstanceName("interop-acl-admin-" + System.nanoTime());
+        admin.start();
         try {
-            wrong.send(new Message(topic, "x".getBytes(StandardCharsets.UTF_8)));
-            out.put("wrongSecret", "sent");
-        } catch (MQBrokerException e) {
-            out.put("wrongSecretCode", e.getResponseCode());
-            out.put("wrongSecret", e.getErrorMessage());
+            admin.createAndUpdateTopicConfig(args[9], new TopicConfig(args[10], 1, 1, 6));
+            out.put("adminOnly", "created");
         } catch (Exception e) {
-            out.put("wrongSecret", Json.error(e));
+            refusal(out, "adminOnly", e);
         } finally {
-            wrong.shutdown();
+            admin.shutdown();
         }
 
         DefaultLitePullConsumer c = new DefaultLitePullConsumer(group, new AclClientRPCHook(sub));
@@ -73,6 +81,45 @@ public final class AclScenario {
         }
         out.put("polled", bodies);
         Json.print(out);
+    }
+
+    /** A producer with {@code creds} (no retries) sends one message; reports what refused it under {@code key}. */
+    private static void refusedSend(
+            Map<String, Object> out, String key, String ns, String group, SessionCredentials creds, String topic)
+            throws Exception {
+        DefaultMQProducer p = producer(ns, group, creds);
+        p.setRetryTimesWhenSendFailed(0);
+        try {
+            p.send(new Message(topic, "refused".getBytes(StandardCharsets.UTF_8)));
+            out.put(key, "sent");
+        } catch (Exception e) {
+            refusal(out, key, e);
+        } finally {
+            p.shutdown();
+        }
+    }
+
+    /**
+     * The broker's refusal in {@code e} or its causes (the producer wraps a retried one in an
+     * MQClientException): its response code under {@code key + "Code"} and its remark under
+     * {@code key}; else the exception chain under {@code key}.
+     */
+    private static void refusal(Map<String, Object> out, String key, Throwable e) {
+        for (Throwable c = e; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof MQBrokerException) {
+                out.put(key + "Code", ((MQBrokerException) c).getResponseCode());
+                out.put(key, ((MQBrokerException) c).getErrorMessage());
+                return;
+            }
+        }
+        for (Throwable c = e; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof MQClientException && ((MQClientException) c).getResponseCode() > 0) {
+                out.put(key + "Code", ((MQClientException) c).getResponseCode());
+                out.put(key, ((MQClientException) c).getErrorMessage());
+                return;
+            }
+        }
+        out.put(key, Json.error(e));
     }
 
     private static DefaultMQProducer producer(String ns, String group, SessionCredentials creds) throws Exception {
