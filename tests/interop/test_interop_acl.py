@@ -147,7 +147,7 @@ async def _call(
         await pool.close()
 
 
-def _denials(topic: str) -> list[tuple[SessionCredentials | None, RemotingCommand, str]]:
+def _denials(topic: str, no_admin_topic: str) -> list[tuple[SessionCredentials | None, RemotingCommand, str]]:
     return [
         (None, _pull(topic, GROUP), "No accessKey is configured"),
         (SessionCredentials("stranger1", "whatever1"), _pull(topic, GROUP), "No acl config for stranger1"),
@@ -156,7 +156,7 @@ def _denials(topic: str) -> list[tuple[SessionCredentials | None, RemotingComman
         # its HashMap's order, and so does rocketpipe
         (PUB, _pull(topic, GROUP), f"No default permission for group:{GROUP}"),
         (SUB, _pull(topic, "other-group"), "No default permission for group:other-group"),
-        (SUB, _create_topic(unique("AclNoAdmin")), "Need admin permission for request code=17, but accessKey=consumer1 is not"),
+        (SUB, _create_topic(no_admin_topic), "Need admin permission for request code=17, but accessKey=consumer1 is not"),
     ]  # fmt: skip
 
 
@@ -166,13 +166,30 @@ async def test_apache_4_accepts_rocketpipe_signatures_and_denies_as_rocketpipe_d
     for addr in (apache_acl.broker_addr, rocketpipe_broker.address):
         resp = await _call(addr, ADMIN, _create_topic(TOPIC))
         assert resp.code == ResponseCode.SUCCESS, (addr, resp.remark)
-    for creds, cmd, message in _denials(TOPIC):
+    no_admin = unique("AclNoAdmin")
+    before = [await _state(addr, no_admin) for addr in (apache_acl.broker_addr, rocketpipe_broker.address)]
+    for creds, cmd, message in _denials(TOPIC, no_admin):
         java = await _call(apache_acl.broker_addr, creds, RemotingCommand.request(cmd.code, dict(cmd.ext_fields)))
         ours = await _call(rocketpipe_broker.address, creds, RemotingCommand.request(cmd.code, dict(cmd.ext_fields)))
         assert java.code == ResponseCode.SYSTEM_ERROR, java.remark
         m = _JAVA_REMARK.search(java.remark or "")
         assert m is not None and m.group(1) == message, java.remark
         assert (ours.code, ours.remark) == (ResponseCode.NO_PERMISSION, message)
+    # nothing changed: the refused topic was not created, no offset moved on either broker
+    after = [await _state(addr, no_admin) for addr in (apache_acl.broker_addr, rocketpipe_broker.address)]
+    assert after == before
+    assert all(not exists for exists, _ in after), after
+
+
+async def _state(addr: str, no_admin_topic: str) -> tuple[bool, tuple[str | None, str | None]]:
+    """Whether ``no_admin_topic`` exists on the broker at ``addr``, and :data:`GROUP`'s committed
+    offset of :data:`TOPIC` queue 0 (the answer's code and offset), asked with the admin account."""
+    stats = await _call(
+        addr, ADMIN, RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": no_admin_topic})
+    )
+    query = {"consumerGroup": GROUP, "topic": TOPIC, "queueId": "0"}
+    offset = await _call(addr, ADMIN, RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, query))
+    return stats.code == ResponseCode.SUCCESS, (str(offset.code), offset.ext_fields.get("offset"))
 
 
 async def test_rocketpipe_clients_with_credentials_on_apache_4(apache_acl: ApacheCluster) -> None:

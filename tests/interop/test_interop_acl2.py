@@ -75,7 +75,7 @@ async def rocketpipe_acl2(tmp_path: Path) -> AsyncIterator[tuple[str, str]]:
         yield c.namesrv_addr, c.broker_addr
 
 
-_KEEP = re.compile(r"^(#|User:|\S+ to \S+ success\.|[a-z]\w*\s{2,})")
+_KEEP = re.compile(r"^(#|User:|\w+ \w+ to \S+ success\.|[a-z]\w*\s{2,})")
 
 
 def _lines(out: str, broker_addr: str) -> list[str]:
@@ -130,9 +130,9 @@ async def _send(namesrv: str, creds: SessionCredentials, topic: str) -> tuple[in
     return 0, ""
 
 
-async def _enforce(namesrv: str, broker: str) -> list[tuple[int, str]]:
+async def _enforce(namesrv: str, broker: str) -> tuple[list[tuple[int, str]], dict[str, int]]:
     """root creates topics, a user and its ACLs (a literal Deny stored *before* ``Topic:*`` Allow);
-    the user's sends and a stranger's, in order."""
+    the user's sends and a stranger's, in order; then the messages stored per topic."""
     from rocketpipe.client import admin_acl as acl
 
     topics = {name: f"Acl2{name}" for name in ("Orders", "Other", "Secret", "Open")}
@@ -158,12 +158,23 @@ async def _enforce(namesrv: str, broker: str) -> list[tuple[int, str]]:
         await acl.create_acl(admin, broker, f"User:{user}", ["Topic:*"], ["Pub"], None, "Allow")
     results.append(await _send(namesrv, bob, topics["Secret"]))  # Java's entry order decides here
     results.append(await _send(namesrv, bob, topics["Other"]))
-    return results
+    stored = {}
+    async with Admin(config=ClientConfig(namesrv_addr=namesrv, credentials=ROOT)) as admin:
+        for name, t in topics.items():
+            stored[name] = sum([await admin.max_offset(mq) for mq in await admin.topic_queues(t)])
+    return results, stored
 
 
 async def test_rules_are_enforced_alike(apache_acl2: ApacheCluster, rocketpipe_acl2: tuple[str, str]) -> None:
-    apache = await _enforce(apache_acl2.namesrv_addr, apache_acl2.broker_addr)
-    ours = await _enforce(*rocketpipe_acl2)
+    apache, apache_stored = await _enforce(apache_acl2.namesrv_addr, apache_acl2.broker_addr)
+    ours, ours_stored = await _enforce(*rocketpipe_acl2)
     assert apache[0] == (0, "")
     assert apache[1][0] == 16 and "no matched policies" in apache[1][1], apache
     assert ours == apache
+    # every refused send stored nothing: one message per accepted send, on both brokers
+    accepted = dict.fromkeys(apache_stored, 0)
+    for name, (code, _) in zip(
+        ["Orders", "Other", "Secret", "Open", "Orders", "Orders", "Secret", "Other"], apache, strict=True
+    ):
+        accepted[name] += code == 0
+    assert apache_stored == accepted and ours_stored == accepted, (apache_stored, ours_stored, apache)
