@@ -139,7 +139,13 @@ def test_serve_refuses_bad_acl_flags_and_files(tmp_path: Path, monkeypatch: pyte
 
 @pytest.mark.parametrize(
     ("host", "acl", "warnings"),
-    [("192.0.2.10", False, 1), ("127.0.0.1", False, 0), ("localhost", False, 0), ("192.0.2.10", True, 0)],
+    [
+        ("192.0.2.10", False, 1),
+        ("127.0.0.1", False, 0),
+        ("localhost", False, 0),
+        ("192.0.2.10", True, 0),
+        ("127.0.0.1", True, 0),
+    ],
 )
 def test_serve_warns_once_on_a_non_loopback_host_without_acl(
     tmp_path: Path, acl_file: Path, monkeypatch: pytest.MonkeyPatch, host: str, acl: bool, warnings: int
@@ -159,6 +165,8 @@ def test_serve_warns_once_on_a_non_loopback_host_without_acl(
     assert result.exit_code == 0, result.output
     assert started == [host]
     assert log.read_text(encoding="utf-8").count("without --acl-enable") == warnings
+    # with ACL on the broker only, a non-loopback host is told that the name server checks nothing
+    assert log.read_text(encoding="utf-8").count("without --namesrv-acl-enable") == (acl and not _is_loopback(host))
 
 
 def test_loopback_detection() -> None:

@@ -760,6 +760,13 @@ def serve(
             "rewrite offsets and change the broker (see docs/security.md)",
             host,
         )
+    elif acl_enable and not namesrv_acl_enable and not broker_only and not _is_loopback(host):
+        log.warning(
+            "listening on %s with --acl-enable but without --namesrv-acl-enable: the broker checks every request, "
+            "the name server none (any client that can reach it may unregister the broker or delete routes, "
+            "as with Apache's name server; see docs/security.md)",
+            host,
+        )
     period_s = BrokerConfig.register_name_server_period_ms / 1000
     if 0 < max_idle_seconds <= period_s:
         log.warning(
