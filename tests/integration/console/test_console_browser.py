@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import time
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -356,6 +358,61 @@ def test_key_search_finds_the_message(env: Env, browser: WebDriver) -> None:
     assert [e.text for e in d.find_elements(By.CSS_SELECTOR, "#results td.body")] == ["the answer is 42"]
     d.get(env.rw.url + "/messages?topic=SearchTopic&mode=id&msg_id=00000000000000000000000000000000")
     assert d.find_elements(By.ID, "no-message") and "no message" in text_of(d, "#search-note")
+
+
+def _utc(ms: int) -> str:
+    """``ms`` as the console's time fields show it: ``YYYY-MM-DD HH:MM:SS`` in UTC."""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def test_time_range_search_lists_the_messages_stored_in_it(env: Env, browser: WebDriver) -> None:
+    d = browser
+    create_topic(env, "RangeTopic", 2)
+
+    async def send_batch(prefix: str, n: int) -> list[int]:
+        """Send ``n`` messages; their store times (epoch ms) as the broker recorded them."""
+        results = [await env.send("RangeTopic", f"{prefix} {i}") for i in range(n)]
+        return [(await env.admin.view_message(r.offset_msg_id)).store_timestamp for r in results]
+
+    early = env.run(send_batch("early", 3))
+    # the late batch must be stored after the last early message: wait for the clock to pass it
+    env.run(
+        wait_until(lambda: time.time() * 1000 > max(early) + 1, timeout=WAIT, what="the clock past the early batch")
+    )
+    late = env.run(send_batch("late", 2))
+    assert min(late) > max(early)
+
+    def search(begin: str, end: str) -> list[str]:
+        """Fill the search form (time range mode) and submit it; the bodies found."""
+        d.get(env.ro.url + "/messages")  # reading needs no --allow-writes
+        d.find_element(By.ID, "search-topic").send_keys("RangeTopic")
+        Select(d.find_element(By.ID, "search-mode")).select_by_value("time")
+        for field_id, value in (("search-begin", begin), ("search-end", end)):
+            box = d.find_element(By.ID, field_id)
+            box.clear()
+            box.send_keys(value)
+        d.find_element(By.ID, "search-btn").click()
+        until(d, lambda d: d.find_elements(By.ID, "results"), "the search results")
+        return [e.text for e in d.find_elements(By.CSS_SELECTOR, "#results td.body")]
+
+    # epoch milliseconds: from just after the early batch to now + a minute: only the late batch
+    found = search(str(max(early) + 1), str(int(time.time() * 1000) + 60_000))
+    assert sorted(found) == ["late 0", "late 1"]
+    # the form shows the range it searched, in UTC
+    assert d.find_element(By.ID, "search-begin").get_attribute("value") == _utc(max(early) + 1)
+    shot(d, "search-time")
+
+    # exactly the early batch's store times: only the early batch
+    assert sorted(search(str(min(early)), str(max(early)))) == ["early 0", "early 1", "early 2"]
+
+    # UTC text, whole seconds around both batches: all five, newest store time first
+    found = search(_utc(min(early) - 1000), _utc(max(late) + 1000))
+    assert sorted(found) == ["early 0", "early 1", "early 2", "late 0", "late 1"]
+    assert found[0].startswith("late")
+
+    # a range before the topic had messages: nothing
+    assert search(str(min(early) - 120_000), str(min(early) - 60_000)) == []
+    assert d.find_elements(By.ID, "no-message")
 
 
 def test_dlq_message_is_resent_and_consumed(env: Env, browser: WebDriver) -> None:
