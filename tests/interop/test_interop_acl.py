@@ -284,23 +284,23 @@ class AclScenarioArgs:
 # ------------------------------------------------------------------ Apache 5.3.3, ACL 2.0 authentication
 
 SUPER = SessionCredentials("rocketmq5", "12345678")
+#: broker.conf of an Apache 5.3.3 with ACL 2.0 authentication only, :data:`SUPER` its Super user
+APACHE_5_AUTHENTICATION = {
+    "authenticationEnabled": "true",
+    "authenticationProvider": "org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider",
+    "authenticationMetadataProvider": (
+        "org.apache.rocketmq.auth.authentication.provider.LocalAuthenticationMetadataProvider"
+    ),
+    "initAuthenticationUser": json.dumps({"username": SUPER.access_key, "password": SUPER.secret_key}),
+    "innerClientAuthenticationCredentials": json.dumps({"accessKey": SUPER.access_key, "secretKey": SUPER.secret_key}),
+}
 
 
 @pytest.fixture(scope="module")
 def apache_5_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheCluster]:
     """5.3.3 with ACL 2.0 authentication (no authorization): users sign as with ACL 1.0."""
     version = APACHE_VERSIONS["apache-5"]
-    conf = {
-        "authenticationEnabled": "true",
-        "authenticationProvider": "org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider",
-        "authenticationMetadataProvider": (
-            "org.apache.rocketmq.auth.authentication.provider.LocalAuthenticationMetadataProvider"
-        ),
-        "initAuthenticationUser": json.dumps({"username": SUPER.access_key, "password": SUPER.secret_key}),
-        "innerClientAuthenticationCredentials": json.dumps(
-            {"accessKey": SUPER.access_key, "secretKey": SUPER.secret_key}
-        ),
-    }
+    conf = APACHE_5_AUTHENTICATION
     try:
         with apache_cluster(version, tmp_path_factory.mktemp("apache-5-auth"), broker_conf=conf) as c:
             yield c
@@ -342,17 +342,7 @@ def apache_acl_tls(
         kw["plain_acl"] = ACL
         allowed, refused = ADMIN, SUB  # consumer1 has SUB only on TOPIC
     else:
-        kw["broker_conf"] = {
-            "authenticationEnabled": "true",
-            "authenticationProvider": "org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider",
-            "authenticationMetadataProvider": (
-                "org.apache.rocketmq.auth.authentication.provider.LocalAuthenticationMetadataProvider"
-            ),
-            "initAuthenticationUser": json.dumps({"username": SUPER.access_key, "password": SUPER.secret_key}),
-            "innerClientAuthenticationCredentials": json.dumps(
-                {"accessKey": SUPER.access_key, "secretKey": SUPER.secret_key}
-            ),
-        }
+        kw["broker_conf"] = APACHE_5_AUTHENTICATION
         allowed, refused = SUPER, SessionCredentials(SUPER.access_key, "not-the-secret")
     try:
         with apache_cluster(version, work, **kw) as c:

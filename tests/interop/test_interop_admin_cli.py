@@ -90,6 +90,19 @@ async def theirs(java_client: JavaClient, ac: ApacheCluster, *args: str) -> str:
 
 
 @mqadmin_5
+async def same_topic_status(java_client: JavaClient, ac: ApacheCluster, topic: str, sent: int) -> None:
+    """``topicStatus -t topic``: our rows and mqadmin's give every queue the same min and max
+    offsets, and the max offsets add up to the ``sent`` messages."""
+    rows = await ours(ac, "topicStatus", "-t", topic)
+    out = await theirs(java_client, ac, "topicStatus", "-t", topic)
+    their_rows = {
+        int(m[1]): (int(m[2]), int(m[3]))
+        for m in re.finditer(rf"^{re.escape(ac.broker_name)}\s+(\d+)\s+(\d+)\s+(\d+)", out, re.M)
+    }
+    assert {r["queueId"]: (r["minOffset"], r["maxOffset"]) for r in rows} == their_rows
+    assert sum(mx for _, mx in their_rows.values()) == sent
+
+
 async def test_cluster_list_and_broker_config(java_client: JavaClient, apache_5: ApacheCluster) -> None:
     ac = apache_5
     seen: dict[str, Any] = {}
@@ -137,14 +150,7 @@ async def test_update_topic_route_status(java_client: JavaClient, apache_5: Apac
     assert (qd["brokerName"], qd["readQueueNums"], qd["writeQueueNums"], qd["perm"]) == (ac.broker_name, 3, 3, 6)
 
     results = await send_some(ac.namesrv_addr, topic, 5)
-    rows = await ours(ac, "topicStatus", "-t", topic)
-    out = await theirs(java_client, ac, "topicStatus", "-t", topic)
-    their_rows = {
-        int(m[1]): (int(m[2]), int(m[3]))
-        for m in re.finditer(rf"^{re.escape(ac.broker_name)}\s+(\d+)\s+(\d+)\s+(\d+)", out, re.M)
-    }
-    assert {r["queueId"]: (r["minOffset"], r["maxOffset"]) for r in rows} == their_rows
-    assert sum(mx for _, mx in their_rows.values()) == len(results)
+    await same_topic_status(java_client, ac, topic, len(results))
 
     # queryMsgById: the same message facts
     r = results[2]
@@ -628,14 +634,7 @@ async def test_cluster_topic_progress_and_message_on_apache_4(java_client: JavaC
     )
 
     results = await send_some(ac.namesrv_addr, topic, 4)
-    rows = await ours(ac, "topicStatus", "-t", topic)
-    out = await theirs(java_client, ac, "topicStatus", "-t", topic)
-    their_rows = {
-        int(m[1]): (int(m[2]), int(m[3]))
-        for m in re.finditer(rf"^{re.escape(ac.broker_name)}\s+(\d+)\s+(\d+)\s+(\d+)", out, re.M)
-    }
-    assert {r["queueId"]: (r["minOffset"], r["maxOffset"]) for r in rows} == their_rows
-    assert sum(mx for _, mx in their_rows.values()) == len(results)
+    await same_topic_status(java_client, ac, topic, len(results))
 
     # queryMsgById (mqadmin 4.9.8 has no -t: the offset msg id names the broker)
     r = results[1]
