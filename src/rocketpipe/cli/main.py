@@ -12,6 +12,7 @@ from .commands.admin import admin_app
 from .commands.console import console
 from .commands.consume import consume
 from .commands.produce import produce
+from .commands.proxy import proxy
 from .commands.serve import serve
 from .commands.topic import topic_app
 from .demo import demo
@@ -29,6 +30,7 @@ app.command("produce")(produce)
 app.command("consume")(consume)
 app.command("demo")(demo)
 app.command("console")(console)
+app.command("proxy")(proxy)
 app.add_typer(topic_app, name="topic")
 app.add_typer(admin_app, name="admin")
 

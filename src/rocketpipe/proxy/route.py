@@ -2,7 +2,7 @@
 with the endpoint's own address, and its queues renumbered by permission.
 
 Mirrors Java 5.3.3's proxy ``RouteActivity.queryRoute`` / ``genMessageQueueFromQueueData`` /
-``parseTopicMessageType``.
+``parseTopicMessageType`` and ``RouteActivity.queryAssignment`` / ``convertToPermission``.
 """
 
 from __future__ import annotations
@@ -11,6 +11,9 @@ from rocketmq.grpc_protocol import definition_pb2 as pb
 
 from ..protocol import sysflag as sf
 from ..protocol.bodies.route import QueueData, TopicRouteData
+
+#: MixAll.MASTER_ID
+MASTER_ID = 0
 
 #: ``TopicMessageType`` name → the message types its queues accept.
 _ACCEPTED: dict[str, list[int]] = {
@@ -65,4 +68,35 @@ def message_queues(
         for broker_id in sorted(bd.broker_addrs):
             broker = pb.Broker(name=qd.broker_name, id=int(broker_id), endpoints=endpoints)
             out.extend(queues_of(qd, topic, broker, types))
+    return out
+
+
+def permission_of(perm: int) -> int:
+    """``convertToPermission``: a remoting ``perm`` as READ_WRITE, READ, WRITE or NONE."""
+    readable, writeable = sf.is_readable(perm), sf.is_writeable(perm)
+    if readable and writeable:
+        return int(pb.Permission.READ_WRITE)
+    if readable:
+        return int(pb.Permission.READ)
+    if writeable:
+        return int(pb.Permission.WRITE)
+    return int(pb.Permission.NONE)
+
+
+def assignments(route: TopicRouteData, topic: pb.Resource, endpoints: pb.Endpoints, fifo: bool) -> list[pb.Assignment]:
+    """The ``QueryAssignmentResponse.assignments`` of ``route``: for every readable queue data
+    (read queues > 0) whose broker group has a master, one assignment with queue id -1 (POP from
+    any queue of the broker), or, for a group that consumes orderly (``fifo``), one per read
+    queue id. The broker is the master, reached at ``endpoints`` (the endpoint itself)."""
+    masters = {bd.broker_name: bd for bd in route.broker_datas if MASTER_ID in bd.broker_addrs}
+    out: list[pb.Assignment] = []
+    for qd in route.queue_datas:
+        if not sf.is_readable(qd.perm) or qd.read_queue_nums <= 0 or qd.broker_name not in masters:
+            continue
+        broker = pb.Broker(name=qd.broker_name, id=MASTER_ID, endpoints=endpoints)
+        perm = permission_of(qd.perm)
+        ids = range(qd.read_queue_nums) if fifo else (-1,)
+        out.extend(
+            pb.Assignment(message_queue=pb.MessageQueue(topic=topic, id=i, permission=perm, broker=broker)) for i in ids
+        )
     return out

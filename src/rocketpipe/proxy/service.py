@@ -1,13 +1,15 @@
 """The ``apache.rocketmq.v2.MessagingService`` servicer: each gRPC call made into remoting calls
 with rocketpipe's client (``grpc.aio``, in the caller's event loop).
 
-Served: QueryRoute, Heartbeat, Telemetry (client settings), SendMessage (normal, message-group
-and timer messages; one message or a batch), NotifyClientTermination, and the SimpleConsumer's
-ReceiveMessage, AckMessage and ChangeInvisibleDuration (:mod:`.consumer`). The other calls
-answer UNIMPLEMENTED (the generated base class's default).
+Served: QueryRoute, QueryAssignment, Heartbeat, Telemetry (client settings), SendMessage
+(normal, message-group and timer messages; one message or a batch), NotifyClientTermination, and
+the consumers' ReceiveMessage, AckMessage, ChangeInvisibleDuration and
+ForwardMessageToDeadLetterQueue (:mod:`.consumer`). The other calls answer UNIMPLEMENTED (the
+generated base class's default).
 
 Mirrors Java 5.3.3's proxy ``GrpcMessagingApplication`` → ``RouteActivity``,
-``SendMessageActivity``, ``ClientActivity``, ``GrpcClientSettingsManager``.
+``SendMessageActivity``, ``ClientActivity``, ``ForwardMessageToDLQActivity``,
+``GrpcClientSettingsManager``.
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ from rocketmq.grpc_protocol import service_pb2_grpc as sgrpc
 from ..broker.topics import validate_topic
 from ..client import Admin, Producer
 from ..errors import RocketMQError
+from ..protocol.bodies.admin import SubscriptionGroupConfig
+from ..protocol.bodies.route import TopicRouteData
 from ..protocol.message import Message, MessageQueue, java_string_hash
 from . import consumer
 from .convert import OK, GrpcError, consistent_hash, error_status, status, to_remoting_message
-from .route import message_queues
+from .route import MASTER_ID, assignments, message_queues
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +120,36 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
             return spb.QueryRouteResponse(status=error_status(exc))
         return spb.QueryRouteResponse(status=status(OK), message_queues=queues)
 
+    async def _group_config(self, group: str, route: TopicRouteData) -> SubscriptionGroupConfig | None:
+        """The group's ``SubscriptionGroupConfig`` from the first master of ``route`` that answers
+        (Java's proxy asks one broker of its cluster), or None when none knows the group."""
+        for bd in route.broker_datas:
+            addr = bd.broker_addrs.get(MASTER_ID)
+            if addr is None:
+                continue
+            try:
+                return await self.admin.examine_subscription_group_config(addr, group)
+            except RocketMQError as exc:
+                log.debug("subscription group %s from %s: %s", group, addr, exc)
+        return None
+
+    async def QueryAssignment(self, request: spb.QueryAssignmentRequest, context: Any) -> spb.QueryAssignmentResponse:
+        """The PushConsumer's queues (``RouteActivity.queryAssignment``): one per readable broker
+        with queue id -1 (POP from any of its queues), one per read queue for an orderly group;
+        every broker at the endpoint the client used. FORBIDDEN when no queue is readable."""
+        try:
+            topic, group = request.topic.name, request.group.name
+            consumer.check_names(topic, group)
+            route = await self.admin.topic_route(topic)
+            config = await self._group_config(group, route)
+            fifo = bool(config is not None and config.consume_message_orderly)
+            found = assignments(route, request.topic, request.endpoints, fifo)
+        except Exception as exc:
+            return spb.QueryAssignmentResponse(status=error_status(exc))
+        if not found:
+            return spb.QueryAssignmentResponse(status=status(pb.Code.FORBIDDEN, "no readable queue"))
+        return spb.QueryAssignmentResponse(status=status(OK), assignments=found)
+
     # ------------------------------------------------------------------ clients
     async def Heartbeat(self, request: spb.HeartbeatRequest, context: Any) -> spb.HeartbeatResponse:
         """Accepted (producers need no registration on the remoting side)."""
@@ -143,7 +177,7 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
             if kind == "publishing":
                 merged = producer_settings(settings, self.max_body_size)
             elif kind == "subscription":
-                merged = consumer.subscription_settings(settings)
+                merged = consumer.subscription_settings(settings, await self._subscription_group(settings))
             else:
                 yield spb.TelemetryCommand(
                     status=status(pb.Code.BAD_REQUEST, "there is no publishing or subscription data in settings")
@@ -152,11 +186,23 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
             self.client_settings[client_id] = merged
             yield spb.TelemetryCommand(status=status(OK), settings=merged)
 
+    async def _subscription_group(self, settings: pb.Settings) -> SubscriptionGroupConfig | None:
+        """The config of the settings' group, from a broker of its first subscribed topic."""
+        topics = [entry.topic.name for entry in settings.subscription.subscriptions]
+        if not topics:
+            return None
+        try:
+            route = await self.admin.topic_route(topics[0])
+        except RocketMQError:
+            return None
+        return await self._group_config(settings.subscription.group.name, route)
+
     # ------------------------------------------------------------------ consume
     async def ReceiveMessage(
         self, request: spb.ReceiveMessageRequest, context: Any
     ) -> AsyncIterator[spb.ReceiveMessageResponse]:
-        """Pop from the broker of the request's queue; a status, then the messages."""
+        """Pop from the broker of the request's queue; a status, then the messages, then the
+        delivery timestamp (ms since the epoch, as Java's stream writer ends every answer)."""
         remaining = context.time_remaining()
         remaining_ms = int(remaining * 1000) if remaining is not None else 60_000
         try:
@@ -173,6 +219,10 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
             responses = [spb.ReceiveMessageResponse(status=error_status(exc))]
         for response in responses:
             yield response
+        # ReceiveMessageResponseStreamWriter.onComplete: the stream ends with the delivery time
+        done = spb.ReceiveMessageResponse()
+        done.delivery_timestamp.FromMilliseconds(int(time.time() * 1000))
+        yield done
 
     async def AckMessage(self, request: spb.AckMessageRequest, context: Any) -> spb.AckMessageResponse:
         """Acknowledge popped messages by receipt handle."""
@@ -189,6 +239,15 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
             return await consumer.change_invisible(self.admin.runtime, request)
         except Exception as exc:
             return spb.ChangeInvisibleDurationResponse(status=error_status(exc))
+
+    async def ForwardMessageToDeadLetterQueue(
+        self, request: spb.ForwardMessageToDeadLetterQueueRequest, context: Any
+    ) -> spb.ForwardMessageToDeadLetterQueueResponse:
+        """Store a received message into ``%DLQ%<group>`` and acknowledge it."""
+        try:
+            return await consumer.forward_to_dlq(self.admin.runtime, request)
+        except Exception as exc:
+            return spb.ForwardMessageToDeadLetterQueueResponse(status=error_status(exc))
 
     # ------------------------------------------------------------------ send
     async def SendMessage(self, request: spb.SendMessageRequest, context: Any) -> spb.SendMessageResponse:

@@ -171,6 +171,7 @@ async def run_servers(
     console_port: int | None = None,
     console_allow_writes: bool = False,
     console_credentials: SessionCredentials | None = None,
+    grpc_port: int | None = None,
 ) -> None:
     """Start the requested servers, print and log their addresses, run until a stop signal.
 
@@ -191,6 +192,9 @@ async def run_servers(
             (0 = any free port), or None for none.
         console_allow_writes: the console may create/delete topics, reset offsets, resend.
         console_credentials: what the console signs its requests with (ACL), or None.
+        grpc_port: serve the RocketMQ 5 SDKs' gRPC endpoint (``apache.rocketmq.v2.MessagingService``,
+            :class:`rocketpipe.proxy.ProxyServer`) for this cluster on ``host:grpc_port``
+            (0 = any free port; Apache's proxy uses 8081), or None for none.
 
     Raises:
         RocketMQError: a server failed to start.
@@ -235,6 +239,17 @@ async def run_servers(
                 )  # fmt: skip
                 stack.push_async_callback(web.close)
                 console.print(f"rocketpipe: web console on {web.url}")
+            if grpc_port is not None and namesrv_addr is not None:
+                from rocketpipe.client import ClientConfig
+                from rocketpipe.proxy import ProxyServer
+
+                signed = None  # its remoting clients sign like the console, with the inner credentials (ACL)
+                if console_credentials is not None:
+                    signed = ClientConfig(namesrv_addr, credentials=console_credentials)
+                proxy = ProxyServer(namesrv_addr, host, grpc_port, config=signed)
+                await proxy.start()
+                stack.push_async_callback(proxy.close)
+                console.print(f"rocketpipe: gRPC endpoint (RocketMQ 5 SDKs) on {proxy.address}")
             line = _start_line(namesrv_addr, broker_addr, broker_config, limits, tls_server)
             if namesrv_port is not None:
                 line += f" namesrvAclEnable={str(namesrv_acl_file is not None).lower()}"
@@ -491,6 +506,13 @@ def serve(
             help="Serve Prometheus metrics of the broker and name server on http://HOST:PORT/metrics (0 = any free port; Apache RocketMQ uses 5557). Off when not given.",
         ),
     ] = None,
+    grpc_port: Annotated[
+        int | None,
+        typer.Option(
+            "--grpc-port",
+            help="Serve the gRPC endpoint of the RocketMQ 5 SDKs (apache.rocketmq.v2.MessagingService, as Apache's proxy) on HOST:PORT (0 = any free port; Apache's proxy uses 8081; needs the 'grpc' extra). Off when not given.",
+        ),
+    ] = None,
     acl_enable: Annotated[
         bool,
         typer.Option(
@@ -656,6 +678,7 @@ def serve(
         ("--log-backups", log_backups, 1, None),
         ("--metrics-port", 0 if metrics_port is None else metrics_port, 0, 65535),
         ("--console-port", 0 if console_port is None else console_port, 0, 65535),
+        ("--grpc-port", 0 if grpc_port is None else grpc_port, 0, 65535),
     ])  # fmt: skip
     from rocketpipe.broker import BrokerConfig
     from rocketpipe.store import StoreConfig
@@ -788,6 +811,7 @@ def serve(
                 console_port=console_port,
                 console_allow_writes=console_allow_writes,
                 console_credentials=inner,
+                grpc_port=grpc_port,
             )
         )
     except OSError as exc:
