@@ -113,3 +113,18 @@ def test_bad_messages_are_refused_with_javas_codes(change: object, code: int) ->
 def test_error_statuses() -> None:
     assert error_status(TopicNotExistError("no route")).code == pb.Code.TOPIC_NOT_FOUND
     assert error_status(RuntimeError("boom")).code == pb.Code.INTERNAL_SERVER_ERROR
+
+
+def test_orphaned_transaction_recovery_duration_becomes_the_check_immunity_time() -> None:
+    proto = _proto(message_type=pb.MessageType.TRANSACTION)
+    proto.system_properties.orphaned_transaction_recovery_duration.FromSeconds(30)
+    msg, half = to_remoting_message(proto, "T", "", 1024)
+    assert half and msg.properties["CHECK_IMMUNITY_TIME_IN_SECONDS"] == "30"
+    assert msg.properties["PGROUP"] == "T"
+    # ProxyConfig maxTransactionRecoverySecond: one hour at most
+    proto.system_properties.orphaned_transaction_recovery_duration.FromSeconds(3601)
+    with pytest.raises(GrpcError) as e:
+        to_remoting_message(proto, "T", "", 1024)
+    assert e.value.code == pb.Code.BAD_REQUEST and "max is 3600" in e.value.message
+    plain, _ = to_remoting_message(_proto(message_type=pb.MessageType.TRANSACTION), "T", "", 1024)
+    assert "CHECK_IMMUNITY_TIME_IN_SECONDS" not in plain.properties

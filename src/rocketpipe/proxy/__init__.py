@@ -8,8 +8,9 @@ cluster. Message stubs: the generated modules ``rocketmq.grpc_protocol`` shipped
 ``rocketmq-python-client`` package (``pip install 'rocketpipe[grpc]'``).
 
 Modules: :mod:`.convert` (gRPC message → remoting message, Java's hashing, statuses),
-:mod:`.route` (topic route → message queues), :mod:`.service` (the servicer),
-:mod:`.server` (:class:`ProxyServer`).
+:mod:`.route` (topic route → message queues), :mod:`.channel` (the clients' Telemetry streams
+and producer groups), :mod:`.transaction` (half messages, EndTransaction, check-backs),
+:mod:`.service` (the servicer), :mod:`.server` (:class:`ProxyServer`).
 """
 
 from __future__ import annotations

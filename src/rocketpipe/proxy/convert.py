@@ -35,6 +35,10 @@ PROPERTY_POP_CK: Final = "POP_CK"
 PROPERTY_DLQ_ORIGIN_TOPIC: Final = "DLQ_ORIGIN_TOPIC"
 PROPERTY_DLQ_ORIGIN_MESSAGE_ID: Final = "DLQ_ORIGIN_MESSAGE_ID"
 
+#: ProxyConfig ``maxTransactionRecoverySecond`` (5.3.3: one hour): the longest
+#: ``orphaned_transaction_recovery_duration`` a transactional message may ask for.
+MAX_TRANSACTION_RECOVERY_SECOND: Final = 3600
+
 
 class GrpcError(Exception):
     """A request the endpoint refuses: carries the ``apache.rocketmq.v2.Code`` and message."""
@@ -122,14 +126,16 @@ def to_remoting_message(
 
     Properties as ``buildMessageProperty``: user properties (not system names, no control
     characters), ``TAGS``, ``KEYS`` (space-joined), ``UNIQ_KEY`` = the SDK's message id,
-    ``TRAN_MSG`` for TRANSACTION, ``TIMER_DELIVER_MS`` from the delivery timestamp,
+    ``TRAN_MSG`` for TRANSACTION (and ``CHECK_IMMUNITY_TIME_IN_SECONDS``, whole seconds of its
+    ``orphaned_transaction_recovery_duration`` when given), ``TIMER_DELIVER_MS`` from the delivery timestamp,
     ``RECONSUME_TIME`` = delivery attempt, ``PGROUP``, ``__SHARDINGKEY`` = message group,
     ``BORN_HOST`` (the SDK's, else the peer), ``BORN_TIMESTAMP``. A GZIP body is inflated (the
     remoting compressed flag means zlib).
 
     Raises:
         GrpcError: MESSAGE_BODY_TOO_LARGE, ILLEGAL_MESSAGE_PROPERTY_KEY, ILLEGAL_MESSAGE_KEY,
-            ILLEGAL_MESSAGE_ID, ILLEGAL_MESSAGE_GROUP, BAD_REQUEST (bad GZIP body).
+            ILLEGAL_MESSAGE_ID, ILLEGAL_MESSAGE_GROUP, BAD_REQUEST (bad GZIP body, or a recovery
+            duration above ``MAX_TRANSACTION_RECOVERY_SECOND``).
     """
     sp = proto.system_properties
     body = bytes(proto.body)
@@ -166,7 +172,13 @@ def to_remoting_message(
     if half:
         props[pm.PROPERTY_TRANSACTION_PREPARED] = "true"
         if sp.HasField("orphaned_transaction_recovery_duration"):
-            props[PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS] = str(int(sp.orphaned_transaction_recovery_duration.seconds))
+            recovery_s = int(sp.orphaned_transaction_recovery_duration.seconds)
+            if recovery_s > MAX_TRANSACTION_RECOVERY_SECOND:  # validateTransactionRecoverySecond
+                raise GrpcError(
+                    pb.Code.BAD_REQUEST,
+                    f"the max transaction recovery time of message is too large, max is {MAX_TRANSACTION_RECOVERY_SECOND}",
+                )
+            props[PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS] = str(recovery_s)
     if sp.HasField("delivery_timestamp"):
         props[pm.PROPERTY_TIMER_DELIVER_MS] = str(_timestamp_ms(sp.delivery_timestamp))
     props[pm.PROPERTY_RECONSUME_TIME] = str(int(sp.delivery_attempt))

@@ -34,6 +34,10 @@ class ProxyServer:
         port: the port to bind (Apache's proxy default is 8081); 0 binds a free port.
         config: client settings of the endpoint's own remoting clients (credentials, TLS).
         max_body_size: bytes (ProxyConfig ``maxMessageSize``, default 4 MiB).
+        enable_topic_message_type_check: producers check a message's type against its topic's
+            ``message.type`` attribute (ProxyConfig ``enableTopicMessageTypeCheck``, True). Off
+            for brokers whose topics carry no such attribute (rocketpipe's own, today): FIFO,
+            delay and transactional messages are then accepted on any topic.
     """
 
     def __init__(
@@ -44,15 +48,19 @@ class ProxyServer:
         *,
         config: ClientConfig | None = None,
         max_body_size: int = MAX_MESSAGE_SIZE,
+        enable_topic_message_type_check: bool = True,
     ) -> None:
         self.namesrv_addr = namesrv_addr
         self.host = host
         self.port = port
         self._config = config
         self._max_body_size = max_body_size
+        self._type_check = enable_topic_message_type_check
         self._server: grpc.aio.Server | None = None
         self._producer: Producer | None = None
         self._admin: Admin | None = None
+        #: the servicer while the server runs (its ``channels`` and ``transactions`` tables)
+        self.service: MessagingService | None = None
 
     @property
     def address(self) -> str:
@@ -79,9 +87,10 @@ class ProxyServer:
         await self._producer.start()
         self._admin = Admin(config=config)
         server = grpc.aio.server()
-        sgrpc.add_MessagingServiceServicer_to_server(
-            MessagingService(self._producer, self._admin, self._max_body_size), server
+        self.service = MessagingService(
+            self._producer, self._admin, self._max_body_size, enable_topic_message_type_check=self._type_check
         )
+        sgrpc.add_MessagingServiceServicer_to_server(self.service, server)
         bound: int = server.add_insecure_port(f"{self.host}:{self.port}")
         if bound == 0:
             await self._close_clients()
@@ -102,6 +111,7 @@ class ProxyServer:
         await self._close_clients()
 
     async def _close_clients(self) -> None:
+        self.service = None
         if self._producer is not None:
             await self._producer.close()
             self._producer = None

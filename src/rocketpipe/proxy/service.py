@@ -1,19 +1,21 @@
 """The ``apache.rocketmq.v2.MessagingService`` servicer: each gRPC call made into remoting calls
 with rocketpipe's client (``grpc.aio``, in the caller's event loop).
 
-Served: QueryRoute, QueryAssignment, Heartbeat, Telemetry (client settings), SendMessage
-(normal, message-group and timer messages; one message or a batch), NotifyClientTermination, and
-the consumers' ReceiveMessage, AckMessage, ChangeInvisibleDuration and
-ForwardMessageToDeadLetterQueue (:mod:`.consumer`). The other calls answer UNIMPLEMENTED (the
-generated base class's default).
+Served: QueryRoute, QueryAssignment, Heartbeat, Telemetry (client settings; the brokers'
+transaction check-backs as ``RecoverOrphanedTransactionCommand``), SendMessage (normal,
+message-group, timer and transactional half messages; one message or a batch), EndTransaction
+(:mod:`.transaction`), NotifyClientTermination, and the consumers' ReceiveMessage, AckMessage,
+ChangeInvisibleDuration and ForwardMessageToDeadLetterQueue (:mod:`.consumer`). The other calls
+answer UNIMPLEMENTED (the generated base class's default).
 
 Mirrors Java 5.3.3's proxy ``GrpcMessagingApplication`` → ``RouteActivity``,
-``SendMessageActivity``, ``ClientActivity``, ``ForwardMessageToDLQActivity``,
-``GrpcClientSettingsManager``.
+``SendMessageActivity``, ``ClientActivity``, ``EndTransactionActivity``,
+``ForwardMessageToDLQActivity``, ``GrpcClientSettingsManager``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -29,10 +31,12 @@ from ..client import Admin, Producer
 from ..errors import RocketMQError
 from ..protocol.bodies.admin import SubscriptionGroupConfig
 from ..protocol.bodies.route import TopicRouteData
-from ..protocol.message import Message, MessageQueue, java_string_hash
+from ..protocol.message import PROPERTY_TRANSACTION_PREPARED, Message, MessageQueue, java_string_hash
 from . import consumer
+from .channel import ChannelManager, TelemetryChannel
 from .convert import OK, GrpcError, consistent_hash, error_status, status, to_remoting_message
 from .route import MASTER_ID, assignments, message_queues
+from .transaction import TransactionService
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +63,11 @@ def _ms(value: int) -> duration_pb2.Duration:
     return d
 
 
-def producer_settings(client: pb.Settings, max_body_size: int) -> pb.Settings:
+def producer_settings(client: pb.Settings, max_body_size: int, validate_message_type: bool = True) -> pb.Settings:
     """``GrpcClientSettingsManager.mergeProducerData``: the client's settings with the
-    endpoint's backoff policy, ``validate_message_type`` on and its ``max_body_size``; metrics
-    off (``mergeMetric`` with ``metricCollectorMode`` OFF)."""
+    endpoint's backoff policy, ``validate_message_type`` (ProxyConfig
+    ``enableTopicMessageTypeCheck``, on by default) and its ``max_body_size``; metrics off
+    (``mergeMetric`` with ``metricCollectorMode`` OFF)."""
     out = pb.Settings()
     out.CopyFrom(client)
     out.backoff_policy.max_attempts = PRODUCER_MAX_ATTEMPTS
@@ -70,7 +75,7 @@ def producer_settings(client: pb.Settings, max_body_size: int) -> pb.Settings:
     eb.initial.CopyFrom(_ms(PRODUCER_BACKOFF_INITIAL_MS))
     eb.max.CopyFrom(_ms(PRODUCER_BACKOFF_MAX_MS))
     eb.multiplier = PRODUCER_BACKOFF_MULTIPLIER
-    out.publishing.validate_message_type = True
+    out.publishing.validate_message_type = validate_message_type
     out.publishing.max_body_size = max_body_size
     out.metric.on = False
     return out
@@ -83,14 +88,30 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
         producer: rocketpipe's producer the endpoint sends with (started by the caller).
         admin: rocketpipe's admin client for routes and topic configs (started by the caller).
         max_body_size: bytes; larger bodies are refused with MESSAGE_BODY_TOO_LARGE.
+        enable_topic_message_type_check: tell producers to check a message's type against the
+            types its topic's queues accept (ProxyConfig ``enableTopicMessageTypeCheck``, True).
+            A topic's type is its ``message.type`` attribute (NORMAL when absent).
     """
 
-    def __init__(self, producer: Producer, admin: Admin, max_body_size: int = MAX_MESSAGE_SIZE) -> None:
+    def __init__(
+        self,
+        producer: Producer,
+        admin: Admin,
+        max_body_size: int = MAX_MESSAGE_SIZE,
+        *,
+        enable_topic_message_type_check: bool = True,
+    ) -> None:
         self.producer = producer
         self.admin = admin
         self.max_body_size = max_body_size
+        self.enable_topic_message_type_check = enable_topic_message_type_check
         #: client id → the settings the client last sent (``GrpcClientSettingsManager``)
         self.client_settings: dict[str, pb.Settings] = {}
+        #: the clients' Telemetry streams and producer groups (``GrpcChannelManager``)
+        self.channels = ChannelManager()
+        self.transactions = TransactionService(
+            producer.runtime, self.channels, request_timeout=producer.runtime.config.request_timeout
+        )
 
     # ------------------------------------------------------------------ routes
     async def _topic_message_type(self, topic: str, broker_addrs: list[str]) -> str:
@@ -152,39 +173,94 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
 
     # ------------------------------------------------------------------ clients
     async def Heartbeat(self, request: spb.HeartbeatRequest, context: Any) -> spb.HeartbeatResponse:
-        """Accepted (producers need no registration on the remoting side)."""
+        """Accepted; a producer is (re)registered for the topics it publishes to
+        (``ClientActivity.heartbeat`` → ``registerProducer``)."""
+        client_id = _client_id(context)
+        settings = self.client_settings.get(client_id)
+        if settings is not None and settings.WhichOneof("pub_sub") == "publishing":
+            await self._register_producer(client_id, settings.publishing)
         return spb.HeartbeatResponse(status=status(OK))
+
+    async def _register_producer(self, client_id: str, publishing: pb.Publishing) -> None:
+        """``ClientActivity.registerProducer`` for every published topic: the client becomes a
+        producer of the group named after the topic; a TRANSACTION topic's group is heartbeated
+        to the brokers so that their check-backs reach the endpoint."""
+        for topic in publishing.topics:
+            name = topic.name
+            if not self.channels.register_producer(name, client_id) or name in self.transactions.transaction_groups():
+                continue
+            try:
+                route = await self.admin.topic_route(name)
+            except RocketMQError as exc:
+                log.debug("producer of %s: no route: %s", name, exc)
+                continue
+            addrs = [a for bd in route.broker_datas for a in bd.broker_addrs.values()]
+            if await self._topic_message_type(name, addrs) == "TRANSACTION":
+                self.transactions.add_transaction_subscription(name, name)
+
+    def _unregister_client(self, client_id: str) -> None:
+        for group in self.channels.unregister_client(client_id):
+            self.transactions.remove_group(group)
 
     async def NotifyClientTermination(
         self, request: spb.NotifyClientTerminationRequest, context: Any
     ) -> spb.NotifyClientTerminationResponse:
-        """Forget the client's settings."""
-        self.client_settings.pop(_client_id(context), None)
+        """Forget the client's settings and its producer registrations."""
+        client_id = _client_id(context)
+        self.client_settings.pop(client_id, None)
+        self._unregister_client(client_id)
         return spb.NotifyClientTerminationResponse(status=status(OK))
 
     async def Telemetry(
         self, request_iterator: AsyncIterator[spb.TelemetryCommand], context: Any
     ) -> AsyncIterator[spb.TelemetryCommand]:
         """The client's settings stream: every ``settings`` command is answered with the merged
-        settings (``ClientActivity.processAndWriteClientSettings``); a settings command with
-        neither publishing nor subscription ends the stream with INVALID_ARGUMENT, as Java does."""
+        settings (``ClientActivity.processAndWriteClientSettings``; publishing settings register
+        the client as a producer of their topics); a settings command with neither publishing
+        nor subscription is answered BAD_REQUEST. The endpoint also writes the brokers'
+        transaction check-backs to the stream (:class:`~.channel.TelemetryChannel`). When the
+        stream ends, the client's producer registrations end with it."""
         client_id = _client_id(context)
-        async for command in request_iterator:
-            if not command.HasField("settings"):
-                continue
-            settings = command.settings
-            kind = settings.WhichOneof("pub_sub")
-            if kind == "publishing":
-                merged = producer_settings(settings, self.max_body_size)
-            elif kind == "subscription":
-                merged = consumer.subscription_settings(settings, await self._subscription_group(settings))
-            else:
-                yield spb.TelemetryCommand(
-                    status=status(pb.Code.BAD_REQUEST, "there is no publishing or subscription data in settings")
-                )
-                continue
-            self.client_settings[client_id] = merged
-            yield spb.TelemetryCommand(status=status(OK), settings=merged)
+        channel = self.channels.open(client_id)
+        reader = asyncio.ensure_future(self._read_telemetry(request_iterator, client_id, channel))
+        try:
+            async for command in channel.commands():
+                yield command
+        finally:
+            reader.cancel()
+            if self.channels.close(channel):
+                self._unregister_client(client_id)
+
+    async def _read_telemetry(
+        self, request_iterator: AsyncIterator[spb.TelemetryCommand], client_id: str, channel: TelemetryChannel
+    ) -> None:
+        try:
+            async for command in request_iterator:
+                if not command.HasField("settings"):
+                    continue
+                settings = command.settings
+                kind = settings.WhichOneof("pub_sub")
+                if kind == "publishing":
+                    merged = producer_settings(settings, self.max_body_size, self.enable_topic_message_type_check)
+                elif kind == "subscription":
+                    merged = consumer.subscription_settings(settings, await self._subscription_group(settings))
+                else:
+                    channel.write(
+                        spb.TelemetryCommand(
+                            status=status(
+                                pb.Code.BAD_REQUEST, "there is no publishing or subscription data in settings"
+                            )
+                        )
+                    )
+                    continue
+                self.client_settings[client_id] = merged
+                channel.write(spb.TelemetryCommand(status=status(OK), settings=merged))
+                if kind == "publishing":
+                    await self._register_producer(client_id, settings.publishing)
+        except Exception:
+            log.exception("gRPC Telemetry of client %s failed", client_id)
+        finally:
+            channel.close()
 
     async def _subscription_group(self, settings: pb.Settings) -> SubscriptionGroupConfig | None:
         """The config of the settings' group, from a broker of its first subscribed topic."""
@@ -277,7 +353,10 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
             # Java: "here use topicName as producerGroup for transactional checker"
             msg, half = to_remoting_message(proto, topic.name, peer, self.max_body_size)
             if half:
-                raise GrpcError(pb.Code.NOT_IMPLEMENTED, "transactional messages are not served by this endpoint yet")
+                if len(request.messages) > 1:
+                    raise GrpcError(pb.Code.BAD_REQUEST, "a transactional message cannot be sent in a batch")
+                # as Java's remoting SendMessageActivity: a half message's group gets check-backs
+                self.transactions.add_transaction_subscription(topic.name, topic.name)
             msgs.append(msg)
         if len(msgs) == 1:
             group = request.messages[0].system_properties.message_group
@@ -286,6 +365,8 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
             else:
                 result = await self.producer.send(msgs[0])
             ids = [msgs[0].properties["UNIQ_KEY"]]
+            if msgs[0].properties.get(PROPERTY_TRANSACTION_PREPARED) == "true" and result.send_status.name == "SEND_OK":
+                self.transactions.on_half_sent(topic.name, topic.name, result)
         else:
             result = await self.producer.send_batch(msgs)
             ids = [m.properties["UNIQ_KEY"] for m in msgs]
@@ -303,6 +384,19 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
             for i, msg_id in enumerate(ids)
         ]
         return spb.SendMessageResponse(status=status(OK), entries=entries)
+
+    # ------------------------------------------------------------------ transactions
+    async def EndTransaction(self, request: spb.EndTransactionRequest, context: Any) -> spb.EndTransactionResponse:
+        """Commit or roll back a half message (``EndTransactionActivity.endTransaction``): the
+        source CLIENT ends it after the local transaction, SERVER_CHECK answers a check-back
+        (:meth:`.transaction.TransactionService.end_transaction`)."""
+        try:
+            await self.transactions.end_transaction(request)
+        except Exception as exc:
+            if not isinstance(exc, (GrpcError, RocketMQError)):
+                log.exception("gRPC EndTransaction failed")
+            return spb.EndTransactionResponse(status=error_status(exc))
+        return spb.EndTransactionResponse(status=status(OK))
 
 
 #: ``convertToSendMessageResponse``: SendStatus → the entry's code.
