@@ -101,15 +101,23 @@ async def test_mqadmin_stats_all(java_client: JavaClient, server: Target) -> Non
     async with consumed(server.namesrv_addr, group, topic, 3):
         pass
     rows: dict[str, list[str]] = {}
+    seen: dict[str, set[str]] = {"in": set(), "out": set()}
 
     async def counted() -> bool:
-        # the brokers sample their statistics items every 10 s
+        # The brokers sample their statistics items every 10 s, and mqadmin's "24 h" counts fall
+        # back to the last minute's window (compute24HourSum) while the day and hour windows are
+        # young: on Apache the counts show from ~10 s until ~60 s after the messages moved. The
+        # put and get counts are taken from whichever polls show them.
         _, out = await java_client.mqadmin(server.namesrv_addr, "statsAll", "-t", topic)
         line = next((line for line in out.splitlines() if line.startswith(topic)), "")
-        rows["mqadmin"] = line.split()
-        return len(rows["mqadmin"]) == 7 and rows["mqadmin"][-2:] == ["3", "3"]
+        if len(line.split()) == 7:
+            rows["mqadmin"] = line.split()
+            seen["in"].add(rows["mqadmin"][-2])
+            seen["out"].add(rows["mqadmin"][-1])
+        return "3" in seen["in"] and "3" in seen["out"]
 
-    await wait_until(counted, timeout=90, interval=1.0, what="statsAll with the topic's put and get counts")
+    await wait_until(counted, timeout=90, interval=0.5, what="statsAll with the topic's put and get counts")
+    assert seen["in"] <= {"0", "3"} and seen["out"] <= {"0", "3"}, seen  # never a wrong count
     _topic, grp, accumulation, in_tps, out_tps, _in24, _out24 = rows["mqadmin"]
     assert (grp, accumulation) == (group, "0")
     assert float(in_tps) >= 0.0 and float(out_tps) >= 0.0
