@@ -282,7 +282,7 @@ class _Admin:
         )
 
     async def examine_topic_config(self, addr: str, topic: str) -> dict[str, Any]:
-        return {"attributes": {"+message.type": "TRANSACTION"} if topic == "TxT" else {}}
+        return {"attributes": {"message.type": "TRANSACTION"} if topic == "TxT" else {}}
 
 
 class _Context:

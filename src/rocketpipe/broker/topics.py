@@ -2,7 +2,8 @@
 
 Mirrors ``TopicConfigManager`` (``createTopicInSendMessageMethod``,
 ``createTopicInSendMessageBackMethod``, ``updateTopicConfig``), ``TopicValidator`` and
-``DataVersion``. The table is plain state owned by the event loop; persistence to
+``DataVersion``; a topic's 5.x attributes follow ``TopicConfigManager.updateTopicConfig``
+(rules in :mod:`rocketpipe.protocol.topic_attributes`). The table is plain state owned by the event loop; persistence to
 ``config/topics.json`` is done by the broker with ``rocketpipe.store.json_file`` using
 :meth:`TopicTable.to_json` / :meth:`TopicTable.load_json` (read at start by
 :mod:`.metadata`, which checks ``JSON_SHAPE`` and rebuilds lost topics from the consume
@@ -20,6 +21,7 @@ from ..protocol import sysflag as sf
 from ..protocol.names import AUTO_CREATE_TOPIC_KEY_TOPIC as AUTO_CREATE_TOPIC_KEY_TOPIC
 from ..protocol.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, TIMER_TOPIC
 from ..protocol.names import SCHEDULE_TOPIC as SCHEDULE_TOPIC
+from ..protocol.topic_attributes import TopicMessageType, topic_message_type
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +107,8 @@ class TopicConfig:
         topic_filter_type: ``SINGLE_TAG`` or ``MULTI_TAG``.
         topic_sys_flag: TopicSysFlag bits.
         order: orderly-topic marker.
+        attributes: 5.x ``TopicConfig.attributes`` (``message.type`` …; keys without sign, see
+            :mod:`rocketpipe.protocol.topic_attributes`); empty by default. Left out of the hash.
     """
 
     topic_name: str
@@ -114,15 +118,27 @@ class TopicConfig:
     topic_filter_type: str = "SINGLE_TAG"
     topic_sys_flag: int = 0
     order: bool = False
+    attributes: dict[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def queue_nums(self) -> int:
         """``max(read, write)``: the queue ids a send may target."""
         return max(self.read_queue_nums, self.write_queue_nums)
 
+    @property
+    def topic_message_type(self) -> TopicMessageType:
+        """``TopicConfig.getTopicMessageType``: the ``message.type`` attribute, NORMAL when unset.
+
+        Raises:
+            ValueError: a stored value that is no ``TopicMessageType`` name.
+        """
+        return topic_message_type(self.attributes)
+
     def to_json(self) -> dict[str, Any]:
-        """Return the fastjson bean form (Java field names)."""
+        """Return the fastjson bean form (Java field names; ``attributes`` always present, as
+        a 5.x broker writes it)."""
         return {
+            "attributes": dict(self.attributes),
             "topicName": self.topic_name,
             "readQueueNums": self.read_queue_nums,
             "writeQueueNums": self.write_queue_nums,
@@ -134,11 +150,16 @@ class TopicConfig:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TopicConfig:
-        """Build from the bean form; missing keys take Java's defaults.
+        """Build from the bean form; missing keys take Java's defaults (``attributes``: ``{}``;
+        a 4.x file has none).
 
         Raises:
-            KeyError, TypeError, ValueError: no ``topicName`` or non-numeric counts.
+            KeyError, TypeError, ValueError: no ``topicName``, non-numeric counts or
+            ``attributes`` that is not an object.
         """
+        attributes = d.get("attributes") or {}
+        if not isinstance(attributes, dict):
+            raise TypeError("attributes is not an object")
         return cls(
             topic_name=str(d["topicName"]),
             read_queue_nums=int(d.get("readQueueNums", 16)),
@@ -147,6 +168,7 @@ class TopicConfig:
             topic_filter_type=str(d.get("topicFilterType", "SINGLE_TAG")),
             topic_sys_flag=int(d.get("topicSysFlag", 0)),
             order=bool(d.get("order", False)),
+            attributes={str(k): "" if v is None else str(v) for k, v in attributes.items()},
         )
 
 

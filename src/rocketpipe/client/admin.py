@@ -332,16 +332,21 @@ class Admin:
 
     # ------------------------------------------------------------------ topics
 
-    async def create_topic(self, topic: str, queue_nums: int = 8, broker_addr: str | None = None) -> None:
+    async def create_topic(
+        self, topic: str, queue_nums: int = 8, broker_addr: str | None = None, *, attributes: str | None = None
+    ) -> None:
         """Create or update ``topic`` with ``queue_nums`` read and write queues (perm RW).
 
         Args:
             topic: the topic name.
             queue_nums: read and write queue count.
             broker_addr: one broker to create it on; None = every master of the cluster info.
+            attributes: 5.x attribute changes, Java's ``AttributeParser`` form
+                (``"+message.type=FIFO"``; ``-key`` removes on update); None keeps the current ones.
 
         Raises:
-            InvalidArgumentError: ``queue_nums`` < 1; BrokerError / TransportError.
+            InvalidArgumentError: ``queue_nums`` < 1; BrokerError / TransportError (a refused
+            attribute change: BrokerError with the broker's remark, e.g. ``unsupported key: x``).
             RocketMQError: no broker known to the name server.
         """
         if queue_nums < 1:
@@ -361,14 +366,8 @@ class Admin:
             if not addrs:
                 raise RocketMQError("the name server knows no master broker")
         for addr in addrs:
-            await rpc.create_topic(
-                rt.pool,
-                addr,
-                topic,
-                read_queue_nums=queue_nums,
-                write_queue_nums=queue_nums,
-                perm=PERM_READ | PERM_WRITE,
-                timeout=t,
+            await self.create_and_update_topic_config(
+                addr, topic, read_queue_nums=queue_nums, write_queue_nums=queue_nums, attributes=attributes
             )
 
     # ------------------------------------------------------------------ consumer groups

@@ -32,6 +32,7 @@ from ..errors import RocketMQError
 from ..protocol.bodies.admin import SubscriptionGroupConfig
 from ..protocol.bodies.route import TopicRouteData
 from ..protocol.message import PROPERTY_TRANSACTION_PREPARED, Message, MessageQueue, java_string_hash
+from ..protocol.topic_attributes import TOPIC_MESSAGE_TYPE_ATTRIBUTE, TopicMessageType, topic_message_type
 from . import consumer
 from .channel import ChannelManager, TelemetryChannel
 from .convert import OK, GrpcError, consistent_hash, error_status, status, to_remoting_message
@@ -48,7 +49,7 @@ PRODUCER_BACKOFF_INITIAL_MS: Final = 10
 PRODUCER_BACKOFF_MAX_MS: Final = 1000
 PRODUCER_BACKOFF_MULTIPLIER: Final = 2
 #: TopicAttributes.TOPIC_MESSAGE_TYPE_ATTRIBUTE
-MESSAGE_TYPE_ATTRIBUTE: Final = "message.type"
+MESSAGE_TYPE_ATTRIBUTE: Final = TOPIC_MESSAGE_TYPE_ATTRIBUTE.name
 
 
 def _peer_host(context: Any) -> str:
@@ -115,16 +116,30 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
 
     # ------------------------------------------------------------------ routes
     async def _topic_message_type(self, topic: str, broker_addrs: list[str]) -> str:
-        """The topic's ``message.type`` attribute (NORMAL when absent, as ``TopicConfig.getTopicMessageType``)."""
+        """The topic's ``TopicMessageType`` name, read as Java's ``ClusterMetadataService
+        .getTopicMessageType`` does: the topic config (GET_TOPIC_CONFIG, 351) of a broker of the
+        route (the first that answers), then ``TopicConfig.getTopicMessageType`` on its
+        ``attributes``: ``message.type``, NORMAL when unset.
+
+        Differences from Java: when no broker answers (a 4.x broker lacks GET_TOPIC_CONFIG) it is
+        NORMAL, where Java says UNSPECIFIED (and the SDK would refuse every send); a value that is
+        no ``TopicMessageType`` name gives UNSPECIFIED (Java's ``valueOf`` throws).
+        """
         for addr in broker_addrs:
             try:
                 cfg = await self.admin.examine_topic_config(addr, topic)
             except RocketMQError:
                 continue
             attributes = cfg.get("attributes") or {}
-            value = attributes.get(MESSAGE_TYPE_ATTRIBUTE) or attributes.get("+" + MESSAGE_TYPE_ATTRIBUTE)
-            return str(value).upper() if value else "NORMAL"
-        return "NORMAL"
+            if not isinstance(attributes, dict):
+                return TopicMessageType.UNSPECIFIED.value
+            key = MESSAGE_TYPE_ATTRIBUTE
+            value = attributes.get(key)
+            try:
+                return topic_message_type({} if value is None else {key: str(value)}).value
+            except ValueError:
+                return TopicMessageType.UNSPECIFIED.value
+        return TopicMessageType.NORMAL.value
 
     async def QueryRoute(self, request: spb.QueryRouteRequest, context: Any) -> spb.QueryRouteResponse:
         """The topic's queues, every broker at the endpoint the client used."""

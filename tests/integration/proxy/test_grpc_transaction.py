@@ -4,9 +4,9 @@ of the embedded broker: half messages, EndTransaction commit / rollback from the
 broker's check-back of an unresolved transaction forwarded to the SDK over Telemetry and
 answered by its checker. What became visible is read with rocketpipe's remoting PushConsumer.
 
-rocketpipe's broker keeps no topic attributes (no ``message.type=TRANSACTION``), so the endpoint
-runs with ``enable_topic_message_type_check=False`` (Java's ``enableTopicMessageTypeCheck``): the
-SDK then sends TRANSACTION messages to a plain topic."""
+The topic is created with ``message.type=TRANSACTION`` and the endpoint keeps its topic message
+type check on (Java's ``enableTopicMessageTypeCheck``, the default): the route's queues accept
+TRANSACTION messages, so the SDK sends the halves."""
 
 from __future__ import annotations
 
@@ -39,15 +39,15 @@ TOPIC = "GrpcTx"
 
 @asynccontextmanager
 async def tx_cluster(store: Path, **broker: Any) -> AsyncIterator[LocalCluster]:
-    """A one-broker cluster with ``TOPIC`` (4 queues)."""
+    """A one-broker cluster with ``TOPIC`` (4 queues, ``message.type=TRANSACTION``)."""
     async with local_cluster(store, auto_create_topic_enable=False, **broker) as c:
         async with Admin(c.namesrv_addr) as admin:
-            await admin.create_topic(TOPIC, 4)
+            await admin.create_topic(TOPIC, 4, attributes="+message.type=TRANSACTION")
         yield c
 
 
 def endpoint(c: LocalCluster) -> ProxyServer:
-    return ProxyServer(c.namesrv_addr, port=0, enable_topic_message_type_check=False)
+    return ProxyServer(c.namesrv_addr, port=0)
 
 
 class Checker(TransactionChecker):  # type: ignore[misc]

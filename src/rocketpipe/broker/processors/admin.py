@@ -43,6 +43,15 @@ from ...protocol.headers.consumer import (
     ResetOffsetRequestHeader,
 )
 from ...protocol.message import MessageQueue
+from ...protocol.topic_attributes import (
+    ATTR_ADD_PLUS_SIGN,
+    TOPIC_ATTRIBUTES,
+    TOPIC_MESSAGE_TYPE_ATTRIBUTE,
+    TopicAttributeError,
+    TopicMessageType,
+    alter_current_attributes,
+    parse_to_map,
+)
 from ...store.disk import disk_partition_used_ratio
 from ...transport import Connection, Router
 from ..context import BrokerContext
@@ -84,7 +93,15 @@ class AdminProcessor:
         router.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, self.consume_message_directly)
 
     async def update_and_create_topic(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-        """Create or update a topic; re-register with the name servers on change."""
+        """Create or update a topic; re-register with the name servers on change.
+
+        The header's ``attributes`` (``+key=value,-key``) change the topic's attributes as
+        ``AdminBrokerProcessor.updateAndCreateTopic`` → ``TopicConfigManager.updateTopicConfig``
+        → ``AttributeUtil.alterCurrentAttributes`` do: no ``attributes`` keeps the current ones; a
+        malformed string, an unsupported key, a bad value, an unchangeable key on update or a
+        ``-key`` on create answers SYSTEM_ERROR with Java's exception message as remark;
+        ``+message.type=MIXED`` answers INVALID_PARAMETER ``MIXED message type is not supported.``
+        """
         b = self.broker
         h = decode_header(CreateTopicRequestHeader, cmd)
         require(h.topic, "topic")
@@ -95,6 +112,20 @@ class AdminProcessor:
         write = h.write_queue_nums if h.write_queue_nums is not None else 8
         if read < 0 or write < 0 or (read == 0 and write == 0):
             return error(cmd, ResponseCode.INVALID_PARAMETER, "readQueueNums/writeQueueNums must be positive")
+        try:
+            requested = parse_to_map(h.attributes)
+        except TopicAttributeError as exc:
+            return error(cmd, ResponseCode.SYSTEM_ERROR, str(exc))
+        # BrokerConfig.enableMixedMessageType is false by default; rocketpipe has no switch for it
+        if requested.get(ATTR_ADD_PLUS_SIGN + TOPIC_MESSAGE_TYPE_ATTRIBUTE.name) == TopicMessageType.MIXED:
+            return error(cmd, ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
+        current = b.topics.get(h.topic)  # type: ignore[arg-type]
+        try:
+            attributes = alter_current_attributes(
+                current is None, TOPIC_ATTRIBUTES, current.attributes if current else {}, requested
+            )
+        except TopicAttributeError as exc:
+            return error(cmd, ResponseCode.SYSTEM_ERROR, str(exc))
         tc = TopicConfig(
             topic_name=h.topic,  # type: ignore[arg-type]
             read_queue_nums=read,
@@ -103,6 +134,7 @@ class AdminProcessor:
             topic_filter_type=h.topic_filter_type or "SINGLE_TAG",
             topic_sys_flag=h.topic_sys_flag or 0,
             order=bool(h.order),
+            attributes=attributes,
         )
         if b.topics.put(tc, b.clock.now_ms()):
             b.topics_changed()
@@ -388,7 +420,7 @@ class AdminProcessor:
     async def get_topic_config(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
         """``TopicConfigAndQueueMapping`` of one topic (5.x ``AdminBrokerProcessor.getTopicConfig``).
 
-        The body is the ``TopicConfig`` bean (fastjson: ``attributes`` ``{}``) plus
+        The body is the ``TopicConfig`` bean (with its ``attributes``, ``{}`` when none) plus
         ``mappingDetail``, which is null here (no static topics) and so left out, as fastjson's
         ``toJSONString`` leaves null fields out. TOPIC_NOT_EXIST for an unknown topic.
         """
@@ -397,7 +429,7 @@ class AdminProcessor:
         tc = self.broker.topics.get(h.topic)  # type: ignore[arg-type]
         if tc is None:
             return error(cmd, ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {h.topic}")
-        body = {"attributes": {}, **tc.to_json()}
+        body = tc.to_json()
         return cmd.response(ResponseCode.SUCCESS, None, None, jj.dumps(body))
 
     async def query_topic_consume_by_who(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
