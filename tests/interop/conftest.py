@@ -132,6 +132,13 @@ def _cell(nodeid: str) -> tuple[str, str, str] | None:
             name.removeprefix("test_java_"),
             f"Java {JAVA_CLIENT_VERSIONS.get(client, client)} →{suffix}",
         )
+    if module == "test_interop_system_topics.py":  # one rocketpipe client, rocketpipe's broker vs Apache's
+        control = params or "apache-5"
+        return (
+            "rocketpipe broker = Apache broker (same client, results compared)",
+            name.removeprefix("test_"),
+            f"rocketpipe = {control} ({APACHE_VERSIONS.get(control, '?')})",
+        )
     if module == "test_interop_mqadmin.py":
         label, _, srv = params.rpartition("-")
         ver = JAVA_CLIENT_VERSIONS.get(label, label)

@@ -1,13 +1,16 @@
-"""rocketpipe's message trace against Apache RocketMQ 5.3.3 (and rocketpipe's broker), read by
-``mqadmin queryMsgTraceById`` of rocketmq-tools 5.3.3.
+"""rocketpipe's message trace against Apache RocketMQ 5.3.3 and 4.9.7 (and rocketpipe's broker),
+read by ``mqadmin queryMsgTraceById``.
 
 A rocketpipe :class:`Producer`, :class:`TransactionProducer` and :class:`PushConsumer` with
-``enable_msg_trace=True`` send to a broker started with ``traceTopicEnable=true`` (Apache: its
-own cluster of this module; rocketpipe: ``trace_topic_enable``). Then Java's own reader —
-``mqadmin queryMsgTraceById``, which queries ``RMQ_SYS_TRACE_TOPIC`` by key = msg id and decodes
-with ``TraceDataEncoder`` — must print the Pub row (producer group, success) and the Sub row
-(consumer group, success), and rocketpipe's :meth:`Admin.query_trace` must agree, including
-SubBefore and the EndTransaction record of a committed transaction.
+``enable_msg_trace=True`` send to a broker started with ``traceTopicEnable=true`` (Apache 5.3.3
+and 4.9.7: a cluster of this module each — the session's clusters have no trace topic;
+rocketpipe: ``trace_topic_enable``). Then Java's own reader — ``mqadmin queryMsgTraceById`` of
+rocketmq-tools 5.3.3 (4.9.7 against Apache 4.9.7), which queries ``RMQ_SYS_TRACE_TOPIC`` by
+key = msg id and decodes with ``TraceDataEncoder`` — must print the Pub row (producer group,
+success) and the Sub row (consumer group, success), and rocketpipe's :meth:`Admin.query_trace`
+must agree, including SubBefore and the EndTransaction record of a committed transaction.
+Apache 4.9.7 stores no ``MSG_REGION`` on messages: the consume records then carry rocketpipe's
+fallback region ``DefaultRegion`` (the hooks of ``client/trace``).
 """
 
 from __future__ import annotations
@@ -48,28 +51,37 @@ from waiting import wait_until
 ALL_TRACES = {TraceType.Pub, TraceType.SubBefore, TraceType.SubAfter}
 
 
-@pytest.fixture(scope="module")
-def apache_trace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheCluster]:
-    """Apache 5.3.3 with ``traceTopicEnable=true`` (the session's ``apache_5`` has no trace topic)."""
-    version = APACHE_VERSIONS["apache-5"]
+def _trace_cluster(label: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheCluster]:
+    """Apache ``label`` with ``traceTopicEnable=true`` (the session's clusters have no trace topic)."""
+    version = APACHE_VERSIONS[label]
     try:
         with apache_cluster(
-            version, tmp_path_factory.mktemp("apache-5-trace"), broker_conf={"traceTopicEnable": "true"}
+            version, tmp_path_factory.mktemp(f"{label}-trace"), broker_conf={"traceTopicEnable": "true"}
         ) as c:
-            TIMINGS["apache-5 (traceTopicEnable) start-up"] = c.startup_seconds
+            TIMINGS[f"{label} (traceTopicEnable) start-up"] = c.startup_seconds
             yield c
     except ApacheUnavailableError as exc:
-        pytest.fail(f"Apache RocketMQ {version} (apache-5, trace) unavailable: {exc}", pytrace=False)
+        pytest.fail(f"Apache RocketMQ {version} ({label}, trace) unavailable: {exc}", pytrace=False)
 
 
-@pytest.fixture(params=["embedded", "apache-5"])
+@pytest.fixture(scope="module")
+def apache_5_trace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheCluster]:
+    yield from _trace_cluster("apache-5", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def apache_4_trace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheCluster]:
+    yield from _trace_cluster("apache-4", tmp_path_factory)
+
+
+@pytest.fixture(params=["embedded", "apache-5", "apache-4"])
 async def trace_target(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Target]:
     if request.param == "embedded":
         async with local_cluster(tmp_path / "store", trace_topic_enable=True) as c:
             yield Target("embedded", c.namesrv_addr, c.broker_addr, c.broker.config.broker_name)
         return
-    ac: ApacheCluster = request.getfixturevalue("apache_trace")
-    yield Target("apache-5", ac.namesrv_addr, ac.broker_addr, ac.broker_name, ac)
+    ac: ApacheCluster = request.getfixturevalue(f"{request.param.replace('-', '_')}_trace")
+    yield Target(request.param, ac.namesrv_addr, ac.broker_addr, ac.broker_name, ac)
 
 
 async def mqadmin_trace(t: Target, msg_id: str, home: Path) -> str:
@@ -142,7 +154,8 @@ async def test_trace_read_by_mqadmin(trace_target: Target, tmp_path: Path) -> No
             assert pub.offset_msg_id == s.offset_msg_id and pub.store_host == t.broker_addr
             assert (after.group_name, after.status, before.group_name) == (cg, "success", cg)
             assert after.context.request_id == before.context.request_id
-            assert before.context.region_id == "DefaultRegion"  # Apache 5.3.3 stores it; rocketpipe: the fallback
+            # Apache 5.3.3 stores MSG_REGION DefaultRegion; 4.9.7 none, rocketpipe then falls back to it
+            assert before.context.region_id == "DefaultRegion"
 
         out = await mqadmin_trace(t, sent[0].msg_id, tmp_path / "mqadmin")
         [pub_row], [sub_row] = rows(out, "Pub"), rows(out, "Sub")

@@ -178,7 +178,9 @@ class Broker:
         #: counters behind GET_BROKER_RUNTIME_INFO (bootTimestamp = construction time)
         self.stats = BrokerStats(clock.now_ms())
         self.schedule = ScheduleDelivery(self.delay_levels, self._read_schedule, self._deliver_scheduled)
-        self.timer = TimerDelivery(self._read_timer, self._deliver_timer, clock.now_ms)
+        self.timer = TimerDelivery(
+            self._read_timer, self._deliver_timer, clock.now_ms, precision_ms=config.timer_precision_ms
+        )
         self._persisted_timer: dict[str, int] = {}
         self.router = Router()
         self.send_processor = SendProcessor(self)

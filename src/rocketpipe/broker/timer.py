@@ -9,7 +9,9 @@ value that is not a number, is refused (WHEEL_TIMER_MSG_ILLEGAL → MESSAGE_ILLE
 time not in the future leaves the message on its own topic. The delivered copy mirrors
 ``TimerMessageStore.convert``: the original properties plus ``TIMER_ENQUEUE_MS`` and
 ``TIMER_DEQUEUE_MS`` (``REAL_TOPIC``/``REAL_QID``/``TIMER_OUT_MS`` stay in the stored
-properties, as the Java store writes them).
+properties, as the Java store writes them). A message is delivered once its ``TIMER_OUT_MS``
+step has passed (``TIMER_OUT_MS + timerPrecisionMs``), as Java's wheel dequeues a slot only when
+its write cursor is past it: never before the requested time, at most one step after it.
 
 The waiting side is not Java's ``TimerWheel`` + ``TimerLog`` files but an equivalent built on
 what the store already keeps: the timer topic's consume queue is the durable list of waiting
@@ -121,6 +123,8 @@ class TimerDelivery:
         deliver: puts one due record into its real topic; False when the put failed (it is
             retried on the next tick).
         now_ms: wall clock, ms.
+        precision_ms: ``timerPrecisionMs``: a record is due once ``TIMER_OUT_MS + precision_ms``
+            has passed (``TIMER_OUT_MS`` is the requested time rounded down to a step).
     """
 
     def __init__(
@@ -128,10 +132,12 @@ class TimerDelivery:
         read: Callable[[int, int], tuple[list[pm.MessageExt], int]],
         deliver: Callable[[pm.MessageExt], bool],
         now_ms: Callable[[], int],
+        precision_ms: int = 0,
     ) -> None:
         self._read = read
         self._deliver = deliver
         self._now = now_ms
+        self._precision = precision_ms
         self._heap: list[tuple[int, int]] = []
         self.scan_offset = 0
         self.watermark = 0
@@ -180,9 +186,10 @@ class TimerDelivery:
         """Scan new timer messages and deliver those due; return how many were delivered."""
         self._scan()
         now = self._now()
+        cutoff = now - self._precision  # a step is delivered once it has passed
         n = 0
         heap = self._heap
-        while heap and heap[0][0] <= now:
+        while heap and heap[0][0] <= cutoff:
             _, offset = heap[0]
             records, _ = self._read(offset, 1)
             rec = records[0] if records and records[0].queue_offset == offset else None
@@ -192,7 +199,7 @@ class TimerDelivery:
                 break  # put failed: retried next tick
             heapq.heappop(heap)
             n += 1
-        self.watermark = min(heap[0][0], now + 1) if heap else now + 1
+        self.watermark = min(heap[0][0], cutoff + 1) if heap else cutoff + 1
         self.delivered += n
         return n
 

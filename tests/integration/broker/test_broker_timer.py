@@ -1,5 +1,6 @@
 """5.x timer messages on the embedded broker: TIMER_DELAY_MS / TIMER_DELAY_SEC / TIMER_DELIVER_MS
-parked in rmq_sys_wheel_timer and delivered at their time (1 s precision), Java's refusals, a
+parked in rmq_sys_wheel_timer and delivered at their time (1 s precision: once the TIMER_OUT_MS
+step has passed, never earlier than asked, as Apache 5.3.3's wheel), Java's refusals, a
 delay level winning over timer properties, and exact delivery across a restart. The clock is
 a FakeClock; the broker's own 100 ms timer loop delivers (the tests wait on the store)."""
 
@@ -43,16 +44,16 @@ async def test_timer_message_waits_then_is_delivered_with_javas_properties(tmp_p
                 "0",
             )
             assert b.store.get_max_offset("TopicT", 0) == 0
-            clock.set(T0 + 4_999)
+            clock.set(T0 + 5_299)  # asked for T0 + 5 300: not yet, although its step T0 + 5 000 began
             b.timer.tick()
             assert b.store.get_max_offset("TopicT", 0) == 0
-            clock.set(T0 + 5_000)
+            clock.set(T0 + 6_000)  # the step has passed
             await wait_until(lambda: b.store.get_max_offset("TopicT", 0) == 1, timeout=5, what="timer delivery")
             [msg] = _read(b, "TopicT")
             assert (msg.body, msg.properties["KEYS"]) == (b"later", "k")
             assert msg.properties[pm.PROPERTY_TIMER_DELAY_MS] == "5000"
             assert msg.properties[pm.PROPERTY_TIMER_ENQUEUE_MS] == str(parked.store_timestamp)
-            assert msg.properties[pm.PROPERTY_TIMER_DEQUEUE_MS] == str(T0 + 5_000)
+            assert msg.properties[pm.PROPERTY_TIMER_DEQUEUE_MS] == str(T0 + 6_000)
             assert (
                 msg.properties[pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX]
                 == parked.properties[pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX]
@@ -71,9 +72,12 @@ async def test_deliver_time_on_a_second_is_one_step_earlier_and_past_times_go_st
             await send(conn, "TopicT", b"now", properties={pm.PROPERTY_TIMER_DELIVER_MS: str(T0 - 1)})
             assert [m.body for m in _read(b, "TopicT")] == [b"now"]
             assert [m.properties[pm.PROPERTY_TIMER_OUT_MS] for m in _read(b, TIMER)] == [str(T0 + 2000), str(T0 + 1000)]
-            clock.set(T0 + 1000)
+            clock.set(T0 + 1999)  # b's step T0 + 1 000 has not passed: nothing early
+            b.timer.tick()
+            assert b.store.get_max_offset("TopicT", 0) == 1
+            clock.set(T0 + 2000)  # exactly when b asked
             await wait_until(lambda: b.store.get_max_offset("TopicT", 0) == 2, timeout=5, what="b delivered")
-            clock.set(T0 + 2000)
+            clock.set(T0 + 3000)  # exactly when a asked
             await wait_until(lambda: b.store.get_max_offset("TopicT", 0) == 3, timeout=5, what="a delivered")
             assert [m.body for m in _read(b, "TopicT")] == [b"now", b"b", b"a"]
         finally:
@@ -116,12 +120,12 @@ async def test_timer_messages_are_delivered_once_across_a_restart(tmp_path: Path
                 await send(conn, "TopicT", body, properties={pm.PROPERTY_TIMER_DELAY_MS: str(delay)})
         finally:
             await conn.close()
-        clock.set(T0 + 3000)
+        clock.set(T0 + 4000)
         await wait_until(lambda: b.store.get_max_offset("TopicT", 0) == 2, timeout=5, what="2s and 3s delivered")
     assert (tmp_path / "config" / "timerCheckpoint.json").exists()
     async with Broker(_config(tmp_path), clock=clock) as b2:
         b2.timer.tick()
         assert b2.timer.waiting == 2 and b2.store.get_max_offset("TopicT", 0) == 2  # nothing delivered twice
-        clock.set(T0 + 9000)
+        clock.set(T0 + 10_000)
         await wait_until(lambda: b2.store.get_max_offset("TopicT", 0) == 4, timeout=5, what="5s and 9s delivered")
         assert [m.body for m in _read(b2, "TopicT")] == [b"2s", b"3s", b"5s", b"9s"]

@@ -401,6 +401,9 @@ class Producer:
                 self._publish[topic] = cached
             if cached[1]:
                 return cached[1], False
+            # tryToFindTopicPublishInfo: a topic the name server routes (haveTopicRouterInfo) is
+            # never sent through the TBW102 template, even when none of its queues is writable
+            raise RouteNotFoundError(f"no route info of topic {topic!r}: none of its queues is writable")
         default_route = await rt.route(self.create_topic_key, refresh=refresh)
         queues = default_topic_publish_queues(topic, default_route, self.default_topic_queue_nums)
         if not queues:
