@@ -89,7 +89,6 @@ async def theirs(java_client: JavaClient, ac: ApacheCluster, *args: str) -> str:
     return out
 
 
-@mqadmin_5
 async def same_topic_status(java_client: JavaClient, ac: ApacheCluster, topic: str, sent: int) -> None:
     """``topicStatus -t topic``: our rows and mqadmin's give every queue the same min and max
     offsets, and the max offsets add up to the ``sent`` messages."""
@@ -103,6 +102,7 @@ async def same_topic_status(java_client: JavaClient, ac: ApacheCluster, topic: s
     assert sum(mx for _, mx in their_rows.values()) == sent
 
 
+@mqadmin_5
 async def test_cluster_list_and_broker_config(java_client: JavaClient, apache_5: ApacheCluster) -> None:
     ac = apache_5
     seen: dict[str, Any] = {}
