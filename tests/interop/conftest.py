@@ -139,6 +139,13 @@ def _cell(nodeid: str) -> tuple[str, str, str] | None:
             name.removeprefix("test_"),
             f"rocketpipe = {control} ({APACHE_VERSIONS.get(control, '?')})",
         )
+    if module == "test_interop_grpc.py":  # official 5.x SDKs over gRPC; params: the endpoint (→ its cluster)
+        sdk, _, feature = name.removeprefix("test_").partition("_")  # test_python_… / test_java_…
+        return (
+            "official RocketMQ 5 SDK (gRPC) → endpoint",
+            feature,
+            f"{sdk} → {params.replace('-apache-5', ' → apache-5')}",
+        )
     if module == "test_interop_mqadmin.py":
         label, _, srv = params.rpartition("-")
         ver = JAVA_CLIENT_VERSIONS.get(label, label)

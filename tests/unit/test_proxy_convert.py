@@ -10,8 +10,8 @@ from rocketmq.grpc_protocol import definition_pb2 as pb
 
 from rocketpipe.errors import TopicNotExistError
 from rocketpipe.protocol.bodies.route import BrokerData, QueueData, TopicRouteData
-from rocketpipe.protocol.message import java_string_hash
-from rocketpipe.proxy.convert import GrpcError, consistent_hash, error_status, to_remoting_message
+from rocketpipe.protocol.message import MessageExt, java_string_hash
+from rocketpipe.proxy.convert import GrpcError, consistent_hash, error_status, to_grpc_message, to_remoting_message
 from rocketpipe.proxy.route import message_queues
 
 #: (string, String.hashCode(), {buckets: Hashing.consistentHash(hashCode, buckets)}), printed by
@@ -128,3 +128,34 @@ def test_orphaned_transaction_recovery_duration_becomes_the_check_immunity_time(
     assert e.value.code == pb.Code.BAD_REQUEST and "max is 3600" in e.value.message
     plain, _ = to_remoting_message(_proto(message_type=pb.MessageType.TRANSACTION), "T", "", 1024)
     assert "CHECK_IMMUNITY_TIME_IN_SECONDS" not in plain.properties
+
+
+def test_received_messages_show_user_properties_as_apache_53_proxy() -> None:
+    """``GrpcConverter.buildMessage``: user properties are those outside 5.3.3's
+    ``STRING_HASH_SET`` — the born host/time and timer bookkeeping hidden, the message group
+    (``__SHARDINGKEY``) and ``__transactionId__`` shown; system properties as their own fields."""
+    props = {
+        "color": "red",
+        "__SHARDINGKEY": "g1",
+        "__transactionId__": "tx-1",
+        "__BORNHOST": "10.0.0.1",
+        "BORN_TIMESTAMP": "1700000000000",
+        "TIMER_OUT_MS": "1700000001000",
+        "TIMER_ENQUEUE_MS": "1700000000500",
+        "UNIQ_KEY": "AC11000100002A9F0000000000000001",
+        "TAGS": "TagA",
+        "KEYS": "k1 k2",
+        "POP_CK": "0 1 2 3 4 5 6 7",
+    }
+    msg = MessageExt(
+        topic="T", body=b"hello", properties=props, queue_id=2, queue_offset=7, reconsume_times=1,
+        born_timestamp=1_700_000_000_000, store_timestamp=1_700_000_000_100, store_host="127.0.0.1:10911",
+    )  # fmt: skip
+    out = to_grpc_message(msg, now_ms=1_700_000_002_000)
+    assert dict(out.user_properties) == {"color": "red", "__SHARDINGKEY": "g1", "__transactionId__": "tx-1"}
+    sp = out.system_properties
+    assert (sp.tag, list(sp.keys), sp.message_id) == ("TagA", ["k1", "k2"], "AC11000100002A9F0000000000000001")
+    assert (sp.message_group, sp.receipt_handle, sp.delivery_attempt) == ("g1", "0 1 2 3 4 5 6 7", 2)
+    assert (sp.queue_id, sp.queue_offset, sp.born_host) == (2, 7, "10.0.0.1")
+    assert sp.message_type == pb.MessageType.FIFO
+    assert sp.body_digest.checksum == "5D41402ABC4B2A76B9719D911017C592"  # MD5("hello"), upper-case

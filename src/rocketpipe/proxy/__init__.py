@@ -10,7 +10,8 @@ cluster. Message stubs: the generated modules ``rocketmq.grpc_protocol`` shipped
 Modules: :mod:`.convert` (gRPC message → remoting message, Java's hashing, statuses),
 :mod:`.route` (topic route → message queues), :mod:`.channel` (the clients' Telemetry streams
 and producer groups), :mod:`.transaction` (half messages, EndTransaction, check-backs),
-:mod:`.service` (the servicer), :mod:`.server` (:class:`ProxyServer`).
+:mod:`.service` (the servicer), :mod:`.server` (:class:`ProxyServer`), :mod:`.tls` (TLS of the
+gRPC port), :mod:`.auth` (the SDKs' signatures checked, their calls signed as them).
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from ..errors import (
 )
 from ..protocol import message as pm
 from ..protocol.message import Message, MessageExt
+from .auth import CALLER
 
 #: ``MessageConst`` names the proxy sets (not all are in :mod:`rocketpipe.protocol.message`).
 PROPERTY_SHARDING_KEY: Final = "__SHARDINGKEY"
@@ -34,6 +35,20 @@ PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS: Final = "CHECK_IMMUNITY_TIME_IN_SECONDS
 PROPERTY_POP_CK: Final = "POP_CK"
 PROPERTY_DLQ_ORIGIN_TOPIC: Final = "DLQ_ORIGIN_TOPIC"
 PROPERTY_DLQ_ORIGIN_MESSAGE_ID: Final = "DLQ_ORIGIN_MESSAGE_ID"
+
+#: Java 5.3.3's ``MessageConst.STRING_HASH_SET``: the properties a received message does not show
+#: as user properties (``GrpcConverter.buildMessage``). Unlike ``pm.SYSTEM_PROPERTY_NAMES`` it
+#: hides the born host / time and the timer's properties, and shows ``__SHARDINGKEY`` and
+#: ``__transactionId__``, as Apache's proxy does (tests/interop/test_interop_grpc.py).
+STRING_HASH_SET_5_3_3: Final = (
+    pm.SYSTEM_PROPERTY_NAMES
+    - {"__transactionId__", "CHECK_IMMUNITY_TIME_IN_SECONDS", "TRANSACTION_CHECK_TIMES"}
+    - {"INNER_NUM", "INNER_BASE", "INNER_MULTI_DISPATCH"}
+) | {
+    *("__BORNHOST", "BORN_TIMESTAMP", "__CRC32", "DLQ_ORIGIN_TOPIC", "DLQ_ORIGIN_MESSAGE_ID"),
+    *("TIMER_ENQUEUE_MS", "TIMER_DEQUEUE_MS", "TIMER_ROLL_TIMES", "TIMER_OUT_MS", "TIMER_DEL_UNIQKEY"),
+    "TIMER_DELAY_LEVEL",
+}
 
 #: ProxyConfig ``maxTransactionRecoverySecond`` (5.3.3: one hour): the longest
 #: ``orphaned_transaction_recovery_duration`` a transactional message may ask for.
@@ -73,8 +88,11 @@ def error_status(exc: BaseException) -> pb.Status:
         return status(pb.Code.TOPIC_NOT_FOUND, str(exc))
     if isinstance(exc, RequestTimeoutError):
         return status(pb.Code.PROXY_TIMEOUT, str(exc))
-    if isinstance(exc, NoPermissionError):
-        return status(pb.Code.FORBIDDEN, str(exc))
+    if isinstance(exc, NoPermissionError):  # a broker's NO_PERMISSION
+        # refused for the SDK's own user (its credentials signed the request, see .auth):
+        # Java's proxy answers its AuthorizationException UNAUTHORIZED
+        code = pb.Code.UNAUTHORIZED if CALLER.get() is not None else pb.Code.FORBIDDEN
+        return status(code, str(exc))
     if isinstance(exc, BrokerError):  # SYSTEM_BUSY, REQUEST_CODE_NOT_SUPPORTED … by response code
         code = _REMOTING_TO_GRPC.get(exc.response_code, pb.Code.INTERNAL_SERVER_ERROR)
         return status(code, str(exc))
@@ -217,10 +235,11 @@ def message_type_of(props: dict[str, str]) -> int:
 def to_grpc_message(msg: MessageExt, now_ms: int) -> pb.Message:
     """A stored message as the SDKs receive it (``GrpcConverter.buildMessage``).
 
-    User properties are the non-system ones; the body is sent inflated (IDENTITY) with its MD5
-    (upper-case hex, as Java's ``BinaryUtil.generateMd5``); ``message_id`` is ``UNIQ_KEY`` (the
-    offset msg id when absent); ``receipt_handle`` the ``POP_CK`` property; ``delivery_attempt``
-    = reconsume times + 1; ``now_ms`` (ms) turns ``TIMER_DELAY_SEC`` into a delivery time.
+    User properties are those not in :data:`STRING_HASH_SET_5_3_3`; the body is sent inflated
+    (IDENTITY) with its MD5 (upper-case hex, as Java's ``BinaryUtil.generateMd5``); ``message_id``
+    is ``UNIQ_KEY`` (the offset msg id when absent); ``receipt_handle`` the ``POP_CK`` property;
+    ``delivery_attempt`` = reconsume times + 1; ``now_ms`` (ms) turns ``TIMER_DELAY_SEC`` into a
+    delivery time.
     """
     props = msg.properties
     sp = pb.SystemProperties()
@@ -264,5 +283,5 @@ def to_grpc_message(msg: MessageExt, now_ms: int) -> pb.Message:
     if dlq_topic is not None and dlq_id is not None:
         sp.dead_letter_queue.topic = dlq_topic
         sp.dead_letter_queue.message_id = dlq_id
-    user = {k: v for k, v in props.items() if k not in pm.SYSTEM_PROPERTY_NAMES}
+    user = {k: v for k, v in props.items() if k not in STRING_HASH_SET_5_3_3}
     return pb.Message(topic=pb.Resource(name=msg.topic), user_properties=user, system_properties=sp, body=msg.body)

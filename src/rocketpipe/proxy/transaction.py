@@ -48,6 +48,7 @@ from ..protocol.headers.transaction import CheckTransactionStateRequestHeader, E
 from ..protocol.message import MessageExt, decode_offset_msg_id
 from ..protocol.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from ..ratelog import RateLimitedLog
+from .auth import CALLER
 from .channel import ChannelManager
 from .convert import GrpcError, to_grpc_message
 
@@ -261,6 +262,7 @@ class TransactionService:
             self.runtime.tasks.spawn(self._announce(topic), f"grpc-tx-announce-{producer_group}")
 
     async def _announce(self, topic: str) -> None:
+        CALLER.set(None)  # the endpoint's own requests, not the SDK call's that spawned this task
         try:
             await self.runtime.route(topic)
         except RocketMQError as exc:

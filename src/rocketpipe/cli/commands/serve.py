@@ -42,7 +42,7 @@ import signal
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -68,6 +68,8 @@ if TYPE_CHECKING:
     from rocketpipe.acl import SessionCredentials
     from rocketpipe.broker import Broker, BrokerConfig
     from rocketpipe.broker.config import TlsServerConfig
+    from rocketpipe.client import ClientConfig
+    from rocketpipe.client.config import TlsClientConfig
     from rocketpipe.namesrv import NameServer
 
 console = Console(highlight=False, soft_wrap=True)
@@ -172,6 +174,7 @@ async def run_servers(
     console_allow_writes: bool = False,
     console_credentials: SessionCredentials | None = None,
     grpc_port: int | None = None,
+    grpc_auth: str | None = None,
 ) -> None:
     """Start the requested servers, print and log their addresses, run until a stop signal.
 
@@ -194,7 +197,12 @@ async def run_servers(
         console_credentials: what the console signs its requests with (ACL), or None.
         grpc_port: serve the RocketMQ 5 SDKs' gRPC endpoint (``apache.rocketmq.v2.MessagingService``,
             :class:`rocketpipe.proxy.ProxyServer`) for this cluster on ``host:grpc_port``
-            (0 = any free port; Apache's proxy uses 8081), or None for none.
+            (0 = any free port; Apache's proxy uses 8081), or None for none. Its port has the TLS
+            of ``tls_server`` (``enforcing``: TLS only); its remoting clients use the broker's
+            client TLS (``tls_enable`` / ``tls_client``).
+        grpc_auth: the endpoint authenticates the SDKs' signatures against the broker's ACL 1.0
+            file (``"acl1"``) or ACL 2.0 users (``"acl2"``) and signs their calls with their
+            credentials (:mod:`rocketpipe.proxy.auth`); None: no check.
 
     Raises:
         RocketMQError: a server failed to start.
@@ -240,16 +248,26 @@ async def run_servers(
                 stack.push_async_callback(web.close)
                 console.print(f"rocketpipe: web console on {web.url}")
             if grpc_port is not None and namesrv_addr is not None:
-                from rocketpipe.client import ClientConfig
                 from rocketpipe.proxy import ProxyServer
+                from rocketpipe.proxy.auth import AclFileAccounts
 
-                signed = None  # its remoting clients sign like the console, with the inner credentials (ACL)
-                if console_credentials is not None:
-                    signed = ClientConfig(namesrv_addr, credentials=console_credentials)
-                proxy = ProxyServer(namesrv_addr, host, grpc_port, config=signed)
+                # its remoting clients sign like the console (inner credentials) and use the broker's client TLS
+                tls_client = (
+                    broker_config.tls_client if broker_config is not None and broker_config.tls_enable else None
+                )
+                auth: AclFileAccounts | Literal["brokers"] | None = "brokers" if grpc_auth == "acl2" else None
+                if grpc_auth == "acl1" and broker_config is not None and broker_config.acl_file is not None:
+                    auth = AclFileAccounts(broker_config.acl_file)
+                proxy = ProxyServer(
+                    namesrv_addr, host, grpc_port, tls_server=tls_server, auth=auth,
+                    config=_grpc_client_config(namesrv_addr, console_credentials, tls_client),
+                )  # fmt: skip
                 await proxy.start()
                 stack.push_async_callback(proxy.close)
-                console.print(f"rocketpipe: gRPC endpoint (RocketMQ 5 SDKs) on {proxy.address}")
+                console.print(
+                    f"rocketpipe: gRPC endpoint (RocketMQ 5 SDKs) on {proxy.address} "
+                    f"(tls={str(proxy.tls_enabled).lower()}, authentication={grpc_auth or 'off'})"
+                )
             line = _start_line(namesrv_addr, broker_addr, broker_config, limits, tls_server)
             if namesrv_port is not None:
                 line += f" namesrvAclEnable={str(namesrv_acl_file is not None).lower()}"
@@ -324,6 +342,39 @@ def _check_acl(
     except AclError as exc:
         raise fail(f"--acl-file: {exc.remark}", EXIT_USAGE) from None
     return str(acl_file)
+
+
+def _grpc_client_config(
+    namesrv_addr: str, credentials: SessionCredentials | None, tls: TlsClientConfig | None
+) -> ClientConfig:
+    """The settings of the gRPC endpoint's remoting clients: ``credentials`` and ``tls``."""
+    from rocketpipe.client import ClientConfig
+
+    if tls is None:
+        return ClientConfig(namesrv_addr, credentials=credentials)
+    return ClientConfig(
+        namesrv_addr, credentials=credentials, use_tls=True, tls_client_trust_cert_path=tls.trust_cert_path,
+        tls_client_cert_path=tls.cert_path, tls_client_key_path=tls.key_path,
+        tls_client_key_password=tls.key_password, tls_test_mode_enable=tls.test_mode_enable,
+    )  # fmt: skip
+
+
+def _check_grpc(tls_server: TlsServerConfig | None, auth2: bool, inner: SessionCredentials | None) -> None:
+    """Usage errors of ``--grpc-port`` with the TLS and ACL 2.0 flags (exit code 2)."""
+    try:
+        from rocketpipe.proxy.tls import check_grpc_tls
+    except ImportError as exc:
+        raise fail(f"--grpc-port needs the 'grpc' extra (pip install 'rocketpipe[grpc]'): {exc}", EXIT_USAGE) from None
+    try:
+        check_grpc_tls(tls_server)
+    except InvalidArgumentError as exc:
+        raise fail(f"--grpc-port with --tls-server-*: {exc}", EXIT_USAGE) from None
+    if auth2 and inner is None:
+        raise fail(
+            "--grpc-port with ACL 2.0 needs --inner-client-access-key/--inner-client-secret-key "
+            "(a Super user): the gRPC endpoint reads the SDKs' users from the broker with them",
+            EXIT_USAGE,
+        )
 
 
 def _check_tls_server(
@@ -734,6 +785,10 @@ def serve(
 
         # the name server is at an address of this machine: the registrations never leave it
         tls_client = TlsClientConfig(test_mode_enable=True)
+    grpc_auth = None
+    if grpc_port is not None:
+        _check_grpc(tls_server, auth2, inner)
+        grpc_auth = "acl2" if auth2 else "acl1" if acl_enable and not namesrv_only else None
     tls_extra: dict[str, object] = {}
     if inner is not None:
         tls_extra["inner_client_authentication_credentials"] = inner
@@ -812,6 +867,7 @@ def serve(
                 console_allow_writes=console_allow_writes,
                 console_credentials=inner,
                 grpc_port=grpc_port,
+                grpc_auth=grpc_auth,
             )
         )
     except OSError as exc:
