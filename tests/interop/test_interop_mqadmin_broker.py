@@ -95,7 +95,14 @@ async def test_mqadmin_clean_expired_cq(java_client: JavaClient, server: Target)
         assert data == {"brokerAddrs": [server.broker_addr], "result": True}
 
 
+@pytest.mark.parametrize("server", ["rocketpipe"], indirect=True)
 async def test_mqadmin_stats_all(java_client: JavaClient, server: Target) -> None:
+    """mqadmin 5.3.3 ``statsAll`` reads rocketpipe's VIEW_BROKER_STATS_DATA: the group, the lag
+    and the put/get counts. Run against rocketpipe only: Apache 5.3.3 shows its counts only
+    between ~10 s and ~60 s after the traffic (``compute24HourSum`` falls back to the minute
+    window of young stats items, whose zero snapshot leaves it after 6 samples), and in two of
+    three full runs of the suite mqadmin never showed them against the session's long-running
+    Apache broker although its stats.log had the sums — a timing the test cannot control."""
     topic, group = unique("AdmStats"), unique("admstatsg")
     await send_some(server.namesrv_addr, topic, 3)
     async with consumed(server.namesrv_addr, group, topic, 3):
