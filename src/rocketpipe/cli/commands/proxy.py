@@ -32,7 +32,13 @@ from ..errors import EXIT_CONNECTION, EXIT_USAGE, fail, handle_errors
 from ..logging_setup import LogLevel, configure_logging
 from .acl_options import AccessKeyOption, SecretKeyOption, credentials_from
 from .console import is_loopback
-from .serve import ClientAuthChoice, TlsServerModeChoice, _check_tls_server
+from .serve import (
+    ClientAuthChoice,
+    TlsServerKeyPasswordOption,
+    TlsServerModeChoice,
+    TlsServerTrustCertOption,
+    _check_tls_server,
+)
 
 if TYPE_CHECKING:
     from rocketpipe.client.config import SessionCredentials
@@ -135,24 +141,8 @@ def proxy(
         Path | None,
         typer.Option("--tls-server-key", metavar="PATH", help="PEM private key (tls.server.keyPath)."),
     ] = None,
-    tls_server_key_password: Annotated[
-        str | None,
-        typer.Option(
-            "--tls-server-key-password",
-            envvar="ROCKETMQ_TLS_SERVER_KEY_PASSWORD",
-            metavar="PASSWORD",
-            help="Password of an encrypted --tls-server-key (tls.server.keyPassword; prefer the environment variable).",
-            show_envvar=True,
-        ),
-    ] = None,
-    tls_server_trust_cert: Annotated[
-        Path | None,
-        typer.Option(
-            "--tls-server-trust-cert",
-            metavar="PATH",
-            help="PEM CA certificates that client certificates must chain to (tls.server.trustCertPath).",
-        ),
-    ] = None,
+    tls_server_key_password: TlsServerKeyPasswordOption = None,
+    tls_server_trust_cert: TlsServerTrustCertOption = None,
     tls_server_need_client_auth: Annotated[
         ClientAuthChoice,
         typer.Option(

@@ -88,6 +88,28 @@ class TlsServerModeChoice(StrEnum):
     ENFORCING = "enforcing"
 
 
+#: ``--tls-server-key-password`` (``tls.server.keyPassword``), shared by ``serve`` and ``proxy``
+TlsServerKeyPasswordOption = Annotated[
+    str | None,
+    typer.Option(
+        "--tls-server-key-password",
+        envvar="ROCKETMQ_TLS_SERVER_KEY_PASSWORD",
+        metavar="PASSWORD",
+        help="Password of an encrypted --tls-server-key (tls.server.keyPassword; prefer the environment variable).",
+        show_envvar=True,
+    ),
+]
+#: ``--tls-server-trust-cert`` (``tls.server.trustCertPath``), shared by ``serve`` and ``proxy``
+TlsServerTrustCertOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--tls-server-trust-cert",
+        metavar="PATH",
+        help="PEM CA certificates that client certificates must chain to (tls.server.trustCertPath).",
+    ),
+]
+
+
 class ClientAuthChoice(StrEnum):
     """``tls.server.need.client.auth``."""
 
@@ -599,24 +621,8 @@ def serve(
             "--tls-server-key", metavar="PATH", help="PEM private key of --tls-server-cert (tls.server.keyPath)."
         ),
     ] = None,
-    tls_server_key_password: Annotated[
-        str | None,
-        typer.Option(
-            "--tls-server-key-password",
-            envvar="ROCKETMQ_TLS_SERVER_KEY_PASSWORD",
-            metavar="PASSWORD",
-            help="Password of an encrypted --tls-server-key (tls.server.keyPassword; prefer the environment variable).",
-            show_envvar=True,
-        ),
-    ] = None,
-    tls_server_trust_cert: Annotated[
-        Path | None,
-        typer.Option(
-            "--tls-server-trust-cert",
-            metavar="PATH",
-            help="PEM CA certificates that client certificates must chain to (tls.server.trustCertPath).",
-        ),
-    ] = None,
+    tls_server_key_password: TlsServerKeyPasswordOption = None,
+    tls_server_trust_cert: TlsServerTrustCertOption = None,
     tls_server_need_client_auth: Annotated[
         ClientAuthChoice,
         typer.Option(
