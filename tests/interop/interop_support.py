@@ -157,31 +157,7 @@ class JavaClient:
             namesrv_addr,
             *args,
         ]
-        t0 = time.monotonic()
-        proc = await asyncio.create_subprocess_exec(
-            *cmd,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=_java_env(self.home),
-            cwd=self.home,
-            start_new_session=True,
-        )
-        try:
-            out, err = await asyncio.wait_for(proc.communicate(), timeout)
-        except TimeoutError:
-            proc.kill()
-            out, err = await proc.communicate()
-            raise AssertionError(
-                f"{scenario} ({self.label}) timed out after {timeout}s\nstdout:\n{out.decode()[-3000:]}\nstderr:\n{err.decode()[-3000:]}"
-            ) from None
-        TIMINGS[f"{self.label} {scenario}"] = time.monotonic() - t0
-        lines = [line for line in out.decode().splitlines() if line.startswith("{")]
-        if proc.returncode != 0 or not lines:
-            raise AssertionError(
-                f"{scenario} ({self.label}) exited {proc.returncode}\nstdout:\n{out.decode()[-3000:]}\nstderr:\n{err.decode()[-3000:]}"
-            )
-        result: dict[str, Any] = json.loads(lines[-1])
-        return result
+        return await run_java_json(cmd, self.home, f"{scenario} ({self.label})", f"{self.label} {scenario}", timeout)
 
     async def mqadmin(self, namesrv_addr: str, *args: str, timeout: float = 60.0) -> tuple[int, str]:
         """Run ``mqadmin <args> -n <namesrv>`` (rocketmq-tools of this version): (exit code, stdout+stderr)."""
@@ -280,3 +256,38 @@ async def consumed(namesrv_addr: str, group: str, topic: str, n: int) -> AsyncIt
         await wait_until(lambda: len(got) >= n, timeout=40, what=f"{n} messages consumed")
         await consumer.persist_offsets()
         yield consumer
+
+
+async def run_java_json(cmd: list[str], home: Path, what: str, timing: str, timeout: float) -> dict[str, Any]:
+    """Run the JVM ``cmd`` in ``home``; return the JSON object of its last stdout line that starts
+    with ``{``, recording its time under ``TIMINGS[timing]``.
+
+    Raises:
+        AssertionError: ``what`` timed out after ``timeout`` s, exited non-zero or printed no JSON
+            (the message has the tails of stdout and stderr).
+    """
+    t0 = time.monotonic()
+    proc = await asyncio.create_subprocess_exec(
+        *cmd,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=_java_env(home),
+        cwd=home,
+        start_new_session=True,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except TimeoutError:
+        proc.kill()
+        out, err = await proc.communicate()
+        raise AssertionError(
+            f"{what} timed out after {timeout}s\nstdout:\n{out.decode()[-3000:]}\nstderr:\n{err.decode()[-3000:]}"
+        ) from None
+    TIMINGS[timing] = time.monotonic() - t0
+    lines = [line for line in out.decode().splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise AssertionError(
+            f"{what} exited {proc.returncode}\nstdout:\n{out.decode()[-3000:]}\nstderr:\n{err.decode()[-3000:]}"
+        )
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result

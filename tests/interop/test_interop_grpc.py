@@ -27,7 +27,6 @@ included; the born host / time and the timer's properties not).
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import os
 import subprocess
@@ -38,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from interop_support import INTEROP_DIR, TIMINGS, has_route, read_topic, unique
+from interop_support import INTEROP_DIR, TIMINGS, has_route, read_topic, run_java_json, unique
 from rocketmq import (
     ClientConfiguration,
     ConsumeResult,
@@ -63,7 +62,6 @@ from rocketpipe.testing.apache import (
     ApacheCluster,
     ApacheUnavailableError,
     _home_props,
-    _java_env,
     prepare_home,
     resolve_classpath,
 )
@@ -371,31 +369,7 @@ class JavaGrpcClient:
             f"io.rocketpipe.interop.grpc.{scenario}",
             *args,
         ]
-        t0 = time.monotonic()
-        proc = await asyncio.create_subprocess_exec(
-            *cmd,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=_java_env(self.home),
-            cwd=self.home,
-            start_new_session=True,
-        )
-        try:
-            out, err = await asyncio.wait_for(proc.communicate(), timeout)
-        except TimeoutError:
-            proc.kill()
-            out, err = await proc.communicate()
-            raise AssertionError(
-                f"{scenario} timed out after {timeout}s\nstdout:\n{out.decode()[-3000:]}\nstderr:\n{err.decode()[-3000:]}"
-            ) from None
-        TIMINGS[f"java-grpc {scenario}"] = time.monotonic() - t0
-        lines = [line for line in out.decode().splitlines() if line.startswith("{")]
-        if proc.returncode != 0 or not lines:
-            raise AssertionError(
-                f"{scenario} exited {proc.returncode}\nstdout:\n{out.decode()[-3000:]}\nstderr:\n{err.decode()[-3000:]}"
-            )
-        result: dict[str, object] = json.loads(lines[-1])
-        return result
+        return await run_java_json(cmd, self.home, scenario, f"java-grpc {scenario}", timeout)
 
 
 def build_java_grpc(version: str) -> list[str]:
