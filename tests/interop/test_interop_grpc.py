@@ -302,6 +302,18 @@ async def test_python_transaction_commit_visible_rollback_not(grpc_target: GrpcT
     checker = Checker()
     plan = [("commit-1", True), ("rollback-1", False), ("commit-2", True)]
     receipts = await asyncio.to_thread(send_transactions, t.endpoint, topic, plan, checker)
+    async with Admin(t.namesrv_addr) as admin:  # END_TRANSACTION is oneway: wait for the commits to land
+        stored: list[str] = []
+
+        async def committed() -> bool:
+            stored[:] = sorted(m.body.decode() for m in await read_topic(admin, topic))
+            return len(stored) >= 2
+
+        try:
+            await wait_until(committed, timeout=30, interval=0.5, what=f"the committed messages in {topic}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: stored {stored}, check-backs {checker.asked}") from None
+    assert stored == ["commit-1", "commit-2"]
     got = await asyncio.to_thread(simple_receive, t.endpoint, group, topic, 2)
     assert sorted(r.body for r in got) == ["commit-1", "commit-2"]
     by_body = {r.body: r.message for r in got}
@@ -309,7 +321,7 @@ async def test_python_transaction_commit_visible_rollback_not(grpc_target: GrpcT
     assert by_body["commit-2"].message_id == receipts[2].message_id
     for r in got:  # 5.3.3's MessageConst.STRING_HASH_SET lacks the transaction id: a user property
         assert r.message.properties == {"__transactionId__": r.message.message_id}, (t.kind, r.message.properties)
-    async with Admin(t.namesrv_addr) as admin:  # what the topic holds, by raw pulls
+    async with Admin(t.namesrv_addr) as admin:  # what the topic holds, by raw pulls: nothing more
         assert sorted(m.body.decode() for m in await read_topic(admin, topic)) == ["commit-1", "commit-2"]
     assert checker.asked == []
 

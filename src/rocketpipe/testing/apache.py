@@ -49,11 +49,15 @@ APACHE_VERSIONS: Final[dict[str, str]] = {
 SERVER_POM: Final = Path(__file__).resolve().parents[3] / "tests" / "interop" / "apache" / "pom.xml"
 
 #: JVM options of every Apache JVM started here: small heap, serial GC, C1 only (fast start-up),
-#: and the module opens RocketMQ's mmap code needs on Java 17.
+#: and the module opens RocketMQ's mmap code needs on Java 17. Direct memory may grow to 1 GiB
+#: (runbroker.sh: 15 GiB): a 5.3.3 broker gives every thread that puts a message its own direct
+#: encoder buffer of maxMessageSize + 64 KiB (``CommitLog.putMessageThreadLocal``), so after some
+#: 60 threads a 256 MiB cap fails each new thread's puts (an END_TRANSACTION's commit, say) with
+#: OutOfMemoryError. Direct memory is taken as used, not at start-up.
 JVM_OPTS: Final[tuple[str, ...]] = (
     "-Xms256m",
     "-Xmx256m",
-    "-XX:MaxDirectMemorySize=256m",
+    "-XX:MaxDirectMemorySize=1g",
     "-XX:+UseSerialGC",
     "-XX:TieredStopAtLevel=1",
     "-XX:-UsePerfData",
