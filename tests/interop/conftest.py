@@ -81,7 +81,7 @@ async def target(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
 
 
 @pytest.fixture(scope="session", params=list(JAVA_CLIENT_VERSIONS))
-def java_client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> JavaClient:
+def java_client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaClient]:
     label = request.param
     version = JAVA_CLIENT_VERSIONS[label]
     home = tmp_path_factory.mktemp(label)
@@ -92,7 +92,9 @@ def java_client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     except ApacheUnavailableError as exc:
         pytest.fail(f"official Java client {version} unavailable: {exc}", pytrace=False)
     TIMINGS[f"{label} build"] = time.monotonic() - t0
-    return JavaClient(label, version, cp, home)
+    client = JavaClient(label, version, cp, home)
+    yield client
+    client.stop()
 
 
 # ------------------------------------------------------------------------------ conformance matrix

@@ -7,14 +7,16 @@ confused with another directory's conftest.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +129,7 @@ class JavaClient:
     version: str
     classpath: list[str]
     home: Path
+    _mqadmin: MqadminSession | None = field(default=None, repr=False, compare=False)
 
     @property
     def major(self) -> int:
@@ -160,40 +163,89 @@ class JavaClient:
         return await run_java_json(cmd, self.home, f"{scenario} ({self.label})", f"{self.label} {scenario}", timeout)
 
     async def mqadmin(self, namesrv_addr: str, *args: str, timeout: float = 60.0) -> tuple[int, str]:
-        """Run ``mqadmin <args> -n <namesrv>`` (rocketmq-tools of this version): (exit code, stdout+stderr)."""
+        """Run ``mqadmin <args> -n <namesrv>`` (rocketmq-tools of this version): (exit code, stdout+stderr).
+
+        The commands of one client run in one JVM (:class:`MqadminSession`), started at the first."""
+        if self._mqadmin is None or not self._mqadmin.alive():
+            self._mqadmin = MqadminSession.start(self)
+        session = self._mqadmin
+        t0 = time.monotonic()
+        try:
+            code, out = await asyncio.wait_for(asyncio.to_thread(session.run, [*args, "-n", namesrv_addr]), timeout)
+        except TimeoutError:
+            session.stop()
+            raise AssertionError(f"mqadmin {' '.join(args)} ({self.label}) timed out after {timeout}s") from None
+        TIMINGS[f"{self.label} mqadmin {args[0]}"] = time.monotonic() - t0
+        return code, out
+
+    def stop(self) -> None:
+        """Stop the mqadmin JVM, if one was started."""
+        if self._mqadmin is not None:
+            self._mqadmin.stop()
+            self._mqadmin = None
+
+
+class MqadminSession:
+    """``io.rocketpipe.interop.MqadminSession``: mqadmin commands one after another in one JVM of
+    ``client``'s classpath (its JVM log: ``home/mqadmin-session.log``)."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self.popen = popen
+        self.lock = threading.Lock()
+
+    @classmethod
+    def start(cls, client: JavaClient) -> MqadminSession:
         cmd = [
             "java",
             "-Xms64m",
-            "-Xmx128m",
+            "-Xmx192m",
             *JVM_OPTS[3:],
-            *(f"-D{k}={v}" for k, v in _home_props(self.home).items()),
+            "-Djava.security.manager=allow",  # System.exit (bad options) trapped per command
+            *(f"-D{k}={v}" for k, v in _home_props(client.home).items()),
             "-cp",
-            os.pathsep.join(self.classpath),
-            "org.apache.rocketmq.tools.command.MQAdminStartup",
-            *args,
-            "-n",
-            namesrv_addr,
+            os.pathsep.join(client.classpath),
+            "io.rocketpipe.interop.MqadminSession",
         ]
-        t0 = time.monotonic()
-        proc = await asyncio.create_subprocess_exec(
-            *cmd,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            env=_java_env(self.home),
-            cwd=self.home,
-            start_new_session=True,
-        )
+        with (client.home / "mqadmin-session.log").open("ab") as log:
+            popen = subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                env=_java_env(client.home),
+                cwd=client.home,
+                start_new_session=True,
+            )
+        return cls(popen)
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def run(self, args: list[str]) -> tuple[int, str]:
+        """One command: (exit code, what it printed). Blocking."""
+        assert not any("\t" in a or "\n" in a for a in args), args
+        assert self.popen.stdin is not None and self.popen.stdout is not None
+        with self.lock:
+            self.popen.stdin.write(("\t".join(args) + "\n").encode())
+            self.popen.stdin.flush()
+            header = self.popen.stdout.readline().decode()
+            if not header.startswith("@@mqadmin "):
+                raise AssertionError(f"mqadmin session ended (exit {self.popen.poll()}): {header!r}")
+            _, code, size = header.split()
+            return int(code), self.popen.stdout.read(int(size)).decode(errors="replace")
+
+    def stop(self) -> None:
+        """Close its stdin (it exits), SIGKILL after 5 s."""
+        with contextlib.suppress(OSError):
+            assert self.popen.stdin is not None
+            self.popen.stdin.close()
         try:
-            out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-        except TimeoutError:
-            proc.kill()
-            out, _ = await proc.communicate()
-            raise AssertionError(
-                f"mqadmin {' '.join(args)} ({self.label}) timed out after {timeout}s:\n{out.decode()[-3000:]}"
-            ) from None
-        TIMINGS[f"{self.label} mqadmin {args[0]}"] = time.monotonic() - t0
-        assert proc.returncode is not None
-        return proc.returncode, out.decode(errors="replace")
+            self.popen.wait(5)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait(10)
+        if self.popen.stdout is not None:
+            self.popen.stdout.close()
 
 
 def build_java_project(version: str, home: Path) -> list[str]:

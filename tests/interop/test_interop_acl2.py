@@ -44,7 +44,7 @@ APACHE_AUTH_CONF = {
 
 
 @pytest.fixture(scope="module")
-def mqadmin5(tmp_path_factory: pytest.TempPathFactory) -> JavaClient:
+def mqadmin5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaClient]:
     """The scenario project's classpath (rocketmq-tools 5.3.3) with a home whose tools.yml holds root."""
     version = JAVA_CLIENT_VERSIONS["java-5"]
     home = tmp_path_factory.mktemp("mqadmin-acl2")
@@ -54,7 +54,9 @@ def mqadmin5(tmp_path_factory: pytest.TempPathFactory) -> JavaClient:
         cp = build_java_project(version, home)
     except ApacheUnavailableError as exc:
         pytest.fail(f"official Java client {version} unavailable: {exc}", pytrace=False)
-    return JavaClient("java-5", version, cp, home)
+    client = JavaClient("java-5", version, cp, home)
+    yield client
+    client.stop()
 
 
 @pytest.fixture(scope="module")
