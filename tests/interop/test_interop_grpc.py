@@ -13,9 +13,13 @@ filter, ack, change invisible duration → redelivery with attempt 2); FIFO mess
 groups received in each group's send order (topic ``message.type=FIFO``, orderly group); a delay
 message received no earlier than its delivery timestamp (``message.type=DELAY``); transactions
 (``message.type=TRANSACTION``) committed → received, rolled back → never stored in the topic; a
-PushConsumer consuming everything once. The official Java gRPC client
-(``org.apache.rocketmq:rocketmq-client-java`` 5.0.8, the Maven project ``tests/interop/java-grpc``)
-runs a Producer + SimpleConsumer scenario (``NormalScenario``) against the same three endpoints.
+PushConsumer consuming everything once; raw SendMessage calls of a type the topic does not take,
+refused by the endpoint's own check (MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, Apache's message).
+The official Java gRPC client (``org.apache.rocketmq:rocketmq-client-java`` 5.0.8, the Maven
+project ``tests/interop/java-grpc``) runs the same kinds of scenario against the same three
+endpoints: normal messages with a SimpleConsumer (``NormalScenario``), FIFO message groups
+(``FifoScenario``), a delay message (``DelayScenario``), transactions (``TransactionScenario``)
+and a PushConsumer (``PushConsumerScenario``).
 Topics (4 queues) and groups are created on the brokers with rocketpipe's ``Admin`` over
 remoting, which works on both brokers.
 
@@ -35,6 +39,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from interop_support import INTEROP_DIR, TIMINGS, has_route, read_topic, run_java_json, unique
@@ -52,7 +57,9 @@ from rocketmq import (
 )
 from rocketmq import Message as SdkMessage
 from rocketmq import Producer as SdkProducer
+from rocketmq.grpc_protocol import definition_pb2 as pb
 
+from grpc_raw import raw_message, raw_send
 from rocketpipe import Admin
 from rocketpipe.protocol.bodies.admin import SubscriptionGroupConfig
 from rocketpipe.proxy import ProxyServer
@@ -326,6 +333,33 @@ async def test_python_transaction_commit_visible_rollback_not(grpc_target: GrpcT
     assert checker.asked == []
 
 
+async def test_endpoint_refuses_a_type_the_topic_does_not_take(grpc_target: GrpcTarget) -> None:
+    """Raw SendMessage calls, which the SDKs' own checks would stop: the endpoint checks the
+    first message's type against its topic's ``message.type`` (Apache's proxy:
+    ``enableTopicMessageTypeCheck``) with the same code and message, and stores nothing."""
+    t = grpc_target
+    fifo, _ = await prepare(t, "GrpcTypeFifo", "FIFO")
+    normal, _ = await prepare(t, "GrpcTypeNormal", None)
+    missing = unique("GrpcTypeMissing")
+    cases = [
+        (raw_message(fifo, "normal-on-fifo"), "FIFO", "NORMAL"),
+        (raw_message(normal, "fifo-on-normal", group="g"), "NORMAL", "FIFO"),
+        (raw_message(missing, "nowhere"), "UNSPECIFIED", "NORMAL"),  # no topic config: UNSPECIFIED
+    ]
+    for m, expected, actual in cases:
+        response = await raw_send(t.endpoint, [m])
+        assert (response.status.code, response.status.message) == (
+            pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+            "org.apache.rocketmq.proxy.common.ProxyException: TopicMessageType validate failed, "
+            f"the expected type is {expected}, but actual type is {actual}",
+        ), (t.kind, response)
+    accepted = await raw_send(t.endpoint, [raw_message(fifo, "fifo", group="g")])
+    assert accepted.status.code == pb.Code.OK, (t.kind, accepted)
+    async with Admin(t.namesrv_addr) as admin:
+        assert [m.body for m in await read_topic(admin, fifo)] == [b"fifo"]
+        assert await read_topic(admin, normal) == []
+
+
 class Recording(MessageListener):  # type: ignore[misc]
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -434,7 +468,7 @@ async def test_java_normal_send_and_simple_consumer_receive_ack(
     received = result["received"]
     assert isinstance(sent, list) and isinstance(received, list)
     assert len(set(sent)) == 6
-    assert sorted(r["body"] for r in received) == [f"m{i}" for i in range(6)]
+    assert sorted(r["body"] for r in received) == [f"m{i}" for i in range(6)]  # each once
     for r in received:
         i = int(r["body"][1:])
         assert r["id"] == sent[i]
@@ -442,3 +476,71 @@ async def test_java_normal_send_and_simple_consumer_receive_ack(
         assert r["properties"] == {"n": str(i)}, (t.kind, r["properties"])
     async with Admin(t.namesrv_addr) as admin:  # stored once each
         assert sorted(m.body.decode() for m in await read_topic(admin, topic)) == [f"m{i}" for i in range(6)]
+
+
+def _deliveries(result: dict[str, object]) -> list[dict[str, Any]]:
+    received = result["received"]
+    assert isinstance(received, list)
+    return received
+
+
+async def test_java_fifo_message_groups_in_order(grpc_target: GrpcTarget, java_grpc: JavaGrpcClient) -> None:
+    """rocketmq-client-java: FIFO messages of two message groups (``FifoScenario``) received in
+    each group's send order by a SimpleConsumer of an orderly group."""
+    t = grpc_target
+    topic, group = await prepare(t, "GrpcJavaFifo", "FIFO", orderly=True)
+    result = await java_grpc.run("FifoScenario", t.endpoint, topic, group)
+    plan = [(g, f"{g}-{i}") for i in range(5) for g in ("ga", "gb")]
+    sent = dict(zip([body for _, body in plan], result["sent"], strict=True))  # type: ignore[call-overload]
+    got = _deliveries(result)
+    assert sorted(r["body"] for r in got) == sorted(sent)  # each once
+    for g in ("ga", "gb"):
+        in_group = [r for r in got if r["group"] == g]
+        assert [r["body"] for r in in_group] == [f"{g}-{i}" for i in range(5)]
+        assert all(r["id"] == sent[r["body"]] and r["attempt"] == 1 for r in in_group)
+        assert all(r["properties"] == {"__SHARDINGKEY": g} for r in in_group), (t.kind, in_group)
+
+
+async def test_java_delay_message_not_delivered_before_its_time(
+    grpc_target: GrpcTarget, java_grpc: JavaGrpcClient
+) -> None:
+    """rocketmq-client-java: a delay message (``DelayScenario``, 4 s) to a DELAY topic arrives no
+    earlier than its delivery timestamp, with that timestamp."""
+    t = grpc_target
+    topic, group = await prepare(t, "GrpcJavaDelay", "DELAY")
+    result = await java_grpc.run("DelayScenario", t.endpoint, topic, group, "4000")
+    [r] = _deliveries(result)
+    deliver_at = result["deliverAt"]
+    assert isinstance(deliver_at, int) and isinstance(result["sentAt"], int)
+    assert result["sentAt"] < deliver_at  # the check below means something
+    assert (r["body"], r["id"], r["deliveryTimestamp"]) == ("later", result["id"], deliver_at)
+    # whole seconds: Apache's timer wheel delivers at the second it rounds the time up to
+    assert r["receivedAt"] >= deliver_at // 1000 * 1000, f"delivered {deliver_at - r['receivedAt']} ms early"
+    assert r["receivedAt"] < deliver_at + 15_000
+    assert r["properties"] == {}, (t.kind, r["properties"])
+
+
+async def test_java_transaction_commit_visible_rollback_not(grpc_target: GrpcTarget, java_grpc: JavaGrpcClient) -> None:
+    """rocketmq-client-java: transactions (``TransactionScenario``) committed → received, rolled
+    back → never stored; no check-back (each transaction was ended at once)."""
+    t = grpc_target
+    topic, group = await prepare(t, "GrpcJavaTx", "TRANSACTION")
+    result = await java_grpc.run("TransactionScenario", t.endpoint, topic, group)
+    sent = dict(zip(["commit-1", "rollback-1", "commit-2"], result["sent"], strict=True))  # type: ignore[call-overload]
+    got = _deliveries(result)
+    assert sorted(r["body"] for r in got) == ["commit-1", "commit-2"]
+    for r in got:
+        assert r["id"] == sent[r["body"]]
+        assert r["properties"] == {"__transactionId__": r["id"]}, (t.kind, r["properties"])
+    assert result["checks"] == []
+    async with Admin(t.namesrv_addr) as admin:
+        assert sorted(m.body.decode() for m in await read_topic(admin, topic)) == ["commit-1", "commit-2"]
+
+
+async def test_java_push_consumer_consumes_all(grpc_target: GrpcTarget, java_grpc: JavaGrpcClient) -> None:
+    """rocketmq-client-java: a PushConsumer (``PushConsumerScenario``) consumes every message once."""
+    t = grpc_target
+    topic, group = await prepare(t, "GrpcJavaPush", None)
+    result = await java_grpc.run("PushConsumerScenario", t.endpoint, topic, group, "8")
+    assert isinstance(result["sent"], list) and len(set(result["sent"])) == 8
+    assert result["attempts"] == {f"p{i}": [1] for i in range(8)}

@@ -41,10 +41,11 @@ class ProxyServer:
             Its ``credentials`` sign the endpoint's own requests (routes, heartbeats, and, with
             ``auth``, the user lookups of ``"brokers"``); None: unsigned.
         max_body_size: bytes (ProxyConfig ``maxMessageSize``, default 4 MiB).
-        enable_topic_message_type_check: producers check a message's type against its topic's
-            ``message.type`` attribute (ProxyConfig ``enableTopicMessageTypeCheck``, True). Off
-            for brokers whose topics carry no such attribute (rocketpipe's own, today): FIFO,
-            delay and transactional messages are then accepted on any topic.
+        enable_topic_message_type_check: a message's type is checked against its topic's
+            ``message.type`` attribute (NORMAL when unset) by the producers and by the endpoint
+            (ProxyConfig ``enableTopicMessageTypeCheck``, True; the endpoint refuses a mismatch
+            with MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, :mod:`.message_type`). Off: FIFO, delay
+            and transactional messages are accepted on any topic.
         tls_server: TLS of the gRPC port (:mod:`.tls`): None or mode ``disabled`` serves plain
             HTTP/2, ``enforcing`` TLS only (the SDKs' ``tls_enable=True``); ``permissive`` and
             ``need_client_auth="optional"`` are refused.

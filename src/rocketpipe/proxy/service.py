@@ -28,7 +28,7 @@ from rocketmq.grpc_protocol import service_pb2_grpc as sgrpc
 
 from ..broker.topics import validate_topic
 from ..client import Admin, Producer
-from ..errors import RocketMQError
+from ..errors import RocketMQError, TopicNotExistError
 from ..protocol.bodies.admin import SubscriptionGroupConfig
 from ..protocol.bodies.route import TopicRouteData
 from ..protocol.message import PROPERTY_TRANSACTION_PREPARED, Message, MessageQueue, java_string_hash
@@ -36,6 +36,14 @@ from ..protocol.topic_attributes import TOPIC_MESSAGE_TYPE_ATTRIBUTE, TopicMessa
 from . import consumer
 from .channel import ChannelManager, TelemetryChannel
 from .convert import OK, GrpcError, consistent_hash, error_status, status, to_remoting_message
+from .message_type import (
+    STATUS_MESSAGE_PREFIX,
+    TopicMessageTypeCache,
+    TopicMessageTypeMismatchError,
+    message_type_of_properties,
+    needs_check,
+    validate,
+)
 from .route import MASTER_ID, assignments, message_queues
 from .transaction import TransactionService
 
@@ -90,8 +98,10 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
         admin: rocketpipe's admin client for routes and topic configs (started by the caller).
         max_body_size: bytes; larger bodies are refused with MESSAGE_BODY_TOO_LARGE.
         enable_topic_message_type_check: tell producers to check a message's type against the
-            types its topic's queues accept (ProxyConfig ``enableTopicMessageTypeCheck``, True).
-            A topic's type is its ``message.type`` attribute (NORMAL when absent).
+            types its topic's queues accept, and refuse a mismatch in SendMessage with
+            MESSAGE_PROPERTY_CONFLICT_WITH_TYPE (ProxyConfig ``enableTopicMessageTypeCheck``,
+            True; :mod:`.message_type`). A topic's type is its ``message.type`` attribute (NORMAL
+            when absent), cached per topic as Java's ``topicConfigCache`` (read again after 20 s).
     """
 
     def __init__(
@@ -113,6 +123,8 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
         self.transactions = TransactionService(
             producer.runtime, self.channels, request_timeout=producer.runtime.config.request_timeout
         )
+        #: topic → its message type (``ClusterMetadataService.topicConfigCache``)
+        self.topic_types = TopicMessageTypeCache(self._load_topic_message_type)
 
     # ------------------------------------------------------------------ routes
     async def _topic_message_type(self, topic: str, broker_addrs: list[str]) -> str:
@@ -141,6 +153,20 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
                 return TopicMessageType.UNSPECIFIED.value
         return TopicMessageType.NORMAL.value
 
+    async def _load_topic_message_type(self, topic: str) -> TopicMessageType:
+        """The cache's loader (``ClusterTopicConfigCacheLoader``): UNSPECIFIED for a topic the
+        name server does not know (Java's ``EMPTY_TOPIC_CONFIG``), else :meth:`_topic_message_type`.
+
+        Raises:
+            RocketMQError: the route could not be read.
+        """
+        try:
+            route = await self.admin.topic_route(topic)
+        except TopicNotExistError:
+            return TopicMessageType.UNSPECIFIED
+        addrs = [a for bd in route.broker_datas for a in bd.broker_addrs.values()]
+        return TopicMessageType(await self._topic_message_type(topic, addrs))
+
     async def QueryRoute(self, request: spb.QueryRouteRequest, context: Any) -> spb.QueryRouteResponse:
         """The topic's queues, every broker at the endpoint the client used."""
         try:
@@ -149,9 +175,8 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
             if problem is not None:
                 raise GrpcError(pb.Code.ILLEGAL_TOPIC, problem)
             route = await self.admin.topic_route(topic)
-            addrs = [a for bd in route.broker_datas for a in bd.broker_addrs.values()]
-            kind = await self._topic_message_type(topic, addrs)
-            queues = message_queues(route, request.topic, request.endpoints, kind)
+            kind = await self.topic_types.get(topic)
+            queues = message_queues(route, request.topic, request.endpoints, kind.value)
         except Exception as exc:
             return spb.QueryRouteResponse(status=error_status(exc))
         return spb.QueryRouteResponse(status=status(OK), message_queues=queues)
@@ -205,12 +230,11 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
             if not self.channels.register_producer(name, client_id) or name in self.transactions.transaction_groups():
                 continue
             try:
-                route = await self.admin.topic_route(name)
+                kind = await self.topic_types.get(name)
             except RocketMQError as exc:
                 log.debug("producer of %s: no route: %s", name, exc)
                 continue
-            addrs = [a for bd in route.broker_datas for a in bd.broker_addrs.values()]
-            if await self._topic_message_type(name, addrs) == "TRANSACTION":
+            if kind is TopicMessageType.TRANSACTION:
                 self.transactions.add_transaction_subscription(name, name)
 
     def _unregister_client(self, client_id: str) -> None:
@@ -373,6 +397,13 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
                 # as Java's remoting SendMessageActivity: a half message's group gets check-backs
                 self.transactions.add_transaction_subscription(topic.name, topic.name)
             msgs.append(msg)
+        # ProducerProcessor.sendMessage: the first message's type against its topic's
+        if self.enable_topic_message_type_check and needs_check(topic.name, msgs[0].properties):
+            expected = await self.topic_types.get(topic.name)
+            try:
+                validate(expected, message_type_of_properties(msgs[0].properties))
+            except TopicMessageTypeMismatchError as exc:
+                raise GrpcError(pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, STATUS_MESSAGE_PREFIX + str(exc)) from None
         if len(msgs) == 1:
             group = request.messages[0].system_properties.message_group
             if group:

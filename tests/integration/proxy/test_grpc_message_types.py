@@ -2,7 +2,8 @@
 default, Java's ``enableTopicMessageTypeCheck``): QueryRoute gives each queue the
 ``accept_message_types`` of the topic's ``message.type`` attribute, read from the broker's topic
 config, so the official RocketMQ 5 Python SDK sends FIFO / DELAY messages to topics created with
-that type and refuses (itself, before any send) a message type its topic does not accept."""
+that type and refuses (itself, before any send) a message type its topic does not accept; the
+endpoint refuses a mismatch too (raw SendMessage calls)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from rocketmq import Producer as SdkProducer
 from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as spb
 
+from grpc_raw import raw_message, raw_send
 from rocketpipe import Admin, MessageExt
 from rocketpipe.protocol.message import decode_records
 from rocketpipe.protocol.names import TIMER_TOPIC
@@ -144,3 +146,38 @@ async def test_sdk_refuses_types_the_topic_does_not_accept(cluster: LocalCluster
         assert kind in str(exc)
     assert await stored(cluster, "GrpcNormal") == []
     assert await stored(cluster, "GrpcFifo") == []
+
+
+async def test_endpoint_refuses_a_type_the_topic_does_not_take(cluster: LocalCluster, proxy: ProxyServer) -> None:
+    """Raw SendMessage calls (no SDK check before them): the endpoint checks the first message's
+    type against its topic's, as Apache's proxy (``ProducerProcessor.sendMessage``), and stores
+    nothing it refuses; a topic the name server does not know is UNSPECIFIED, as Java's."""
+    cases = [
+        ("GrpcFifo", raw_message("GrpcFifo", "normal-on-fifo"), "FIFO", "NORMAL"),
+        ("GrpcNormal", raw_message("GrpcNormal", "fifo-on-normal", group="g"), "NORMAL", "FIFO"),
+        ("GrpcTxType", raw_message("GrpcTxType", "delay-on-tx", deliver_at_ms=int(time.time() * 1000) + 60_000),
+         "TRANSACTION", "DELAY"),
+        ("NoSuchTopic", raw_message("NoSuchTopic", "nowhere"), "UNSPECIFIED", "NORMAL"),
+    ]  # fmt: skip
+    for topic, m, expected, actual in cases:
+        response = await raw_send(proxy.address, [m])
+        assert response.status.code == pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, (topic, response)
+        assert response.status.message == (
+            "org.apache.rocketmq.proxy.common.ProxyException: TopicMessageType validate failed, "
+            f"the expected type is {expected}, but actual type is {actual}"
+        )
+        assert list(response.entries) == []
+    for topic in ("GrpcFifo", "GrpcNormal", "GrpcTxType"):
+        assert await stored(cluster, topic) == []
+    # a batch is checked by its first message
+    batch = [raw_message("GrpcFifo", "f", group="g"), raw_message("GrpcFifo", "n")]
+    response = await raw_send(proxy.address, batch)
+    assert response.status.code == pb.Code.OK, response
+    assert sorted(m.body for m in await stored(cluster, "GrpcFifo")) == [b"f", b"n"]
+
+
+async def test_without_the_check_any_type_goes_to_any_topic(cluster: LocalCluster) -> None:
+    async with ProxyServer(cluster.namesrv_addr, port=0, enable_topic_message_type_check=False) as p:
+        response = await raw_send(p.address, [raw_message("GrpcFifo", "normal-on-fifo")])
+    assert response.status.code == pb.Code.OK, response
+    assert [m.body for m in await stored(cluster, "GrpcFifo")] == [b"normal-on-fifo"]

@@ -1,0 +1,50 @@
+"""Raw ``apache.rocketmq.v2.MessagingService`` calls for tests (integration and interop): a
+SendMessage that the SDKs' own client-side checks would never let through, so that only the
+endpoint's checks decide. The message ids come from the official Python SDK's codec and the
+headers are the ones it sends (without a signature)."""
+
+from __future__ import annotations
+
+import uuid
+
+import grpc
+from google.protobuf import timestamp_pb2
+from rocketmq.grpc_protocol import definition_pb2 as pb
+from rocketmq.grpc_protocol import service_pb2 as spb
+from rocketmq.grpc_protocol import service_pb2_grpc as sgrpc
+from rocketmq.v5.util.message_id_codec import MessageIdCodec
+
+
+def raw_message(topic: str, body: str, *, group: str = "", deliver_at_ms: int = 0) -> pb.Message:
+    """A message as an SDK builds it: NORMAL, or FIFO with ``group``, or DELAY at ``deliver_at_ms``."""
+    sp = pb.SystemProperties(
+        message_id=MessageIdCodec().next_message_id(),
+        body_encoding=pb.Encoding.IDENTITY,
+        message_type=pb.MessageType.NORMAL,
+        born_host="127.0.0.1",
+    )
+    sp.born_timestamp.GetCurrentTime()
+    if group:
+        sp.message_group = group
+        sp.message_type = pb.MessageType.FIFO
+    if deliver_at_ms:
+        sp.delivery_timestamp.CopyFrom(timestamp_pb2.Timestamp(seconds=deliver_at_ms // 1000))
+        sp.message_type = pb.MessageType.DELAY
+    return pb.Message(topic=pb.Resource(name=topic), body=body.encode(), system_properties=sp)
+
+
+async def raw_send(endpoint: str, messages: list[pb.Message], timeout: float = 10.0) -> spb.SendMessageResponse:
+    """One SendMessage to ``endpoint`` (``host:port``, plain HTTP/2) with the SDK's headers."""
+    metadata = (
+        ("x-mq-language", "PYTHON"),
+        ("x-mq-protocol", "GRPC_V2"),
+        ("x-mq-client-version", "5.1.2"),
+        ("x-mq-request-id", str(uuid.uuid4())),
+        ("x-mq-client-id", f"raw-{uuid.uuid4()}"),
+    )
+    async with grpc.aio.insecure_channel(endpoint) as channel:
+        stub = sgrpc.MessagingServiceStub(channel)
+        response: spb.SendMessageResponse = await stub.SendMessage(
+            spb.SendMessageRequest(messages=messages), timeout=timeout, metadata=metadata
+        )
+    return response

@@ -1,0 +1,69 @@
+package io.rocketpipe.interop.grpc;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.rocketmq.client.apis.ClientServiceProvider;
+import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
+import org.apache.rocketmq.client.apis.consumer.FilterExpression;
+import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
+import org.apache.rocketmq.client.apis.consumer.PushConsumer;
+import org.apache.rocketmq.client.apis.producer.Producer;
+
+/**
+ * A PushConsumer: a Producer sends {@code p<i>} for i below {@code n}; a PushConsumer of
+ * {@code group} consumes them (SUCCESS each) until every body was seen or 60 s passed. Prints the
+ * send receipts' ids and, per body, the delivery attempts seen.
+ *
+ * <p>Arguments: {@code endpoint topic group n}.
+ */
+public final class PushConsumerScenario {
+    private PushConsumerScenario() {}
+
+    public static void main(String[] args) throws Exception {
+        String endpoint = args[0];
+        String topic = args[1];
+        String group = args[2];
+        int n = Integer.parseInt(args[3]);
+        ClientServiceProvider provider = ClientServiceProvider.loadService();
+        List<String> sent = new ArrayList<>();
+        try (Producer producer = provider.newProducerBuilder()
+            .setClientConfiguration(Out.config(endpoint))
+            .setTopics(topic)
+            .build()) {
+            for (int i = 0; i < n; i++) {
+                sent.add(producer.send(provider.newMessageBuilder()
+                    .setTopic(topic)
+                    .setTag("TagA")
+                    .setBody(("p" + i).getBytes(StandardCharsets.UTF_8))
+                    .build()).getMessageId().toString());
+            }
+        }
+        ConcurrentHashMap<String, List<Integer>> seen = new ConcurrentHashMap<>();
+        CountDownLatch all = new CountDownLatch(n);
+        try (PushConsumer consumer = provider.newPushConsumerBuilder()
+            .setClientConfiguration(Out.config(endpoint))
+            .setConsumerGroup(group)
+            .setSubscriptionExpressions(Collections.singletonMap(topic, new FilterExpression("*", FilterExpressionType.TAG)))
+            .setMessageListener(view -> {
+                List<Integer> attempts = seen.computeIfAbsent(Out.body(view), k -> Collections.synchronizedList(new ArrayList<>()));
+                attempts.add(view.getDeliveryAttempt());
+                if (attempts.size() == 1) {
+                    all.countDown();
+                }
+                return ConsumeResult.SUCCESS;
+            })
+            .build()) {
+            all.await(60, TimeUnit.SECONDS);
+        }
+        List<String> attempts = new ArrayList<>();
+        for (var e : new java.util.TreeMap<>(seen).entrySet()) {
+            attempts.add(Out.quote(e.getKey()) + ":" + e.getValue());
+        }
+        Out.finish("{\"sent\":" + Out.strings(sent) + ",\"attempts\":{" + String.join(",", attempts) + "}}");
+    }
+}
