@@ -25,10 +25,7 @@ public final class DelayScenario {
         String id;
         long deliverAt;
         long sentAt;
-        try (Producer producer = provider.newProducerBuilder()
-            .setClientConfiguration(Out.config(endpoint))
-            .setTopics(topic)
-            .build()) {
+        try (Producer producer = Out.producer(provider, endpoint, topic)) {
             deliverAt = System.currentTimeMillis() + delayMs;
             id = producer.send(provider.newMessageBuilder()
                 .setTopic(topic)

@@ -23,10 +23,7 @@ public final class FifoScenario {
         String group = args[2];
         ClientServiceProvider provider = ClientServiceProvider.loadService();
         List<String> sent = new ArrayList<>();
-        try (Producer producer = provider.newProducerBuilder()
-            .setClientConfiguration(Out.config(endpoint))
-            .setTopics(topic)
-            .build()) {
+        try (Producer producer = Out.producer(provider, endpoint, topic)) {
             for (int i = 0; i < 5; i++) {
                 for (String messageGroup : new String[] {"ga", "gb"}) {
                     sent.add(producer.send(provider.newMessageBuilder()

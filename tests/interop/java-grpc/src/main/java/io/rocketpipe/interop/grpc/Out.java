@@ -7,9 +7,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
+import org.apache.rocketmq.client.apis.ClientException;
+import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.message.MessageView;
+import org.apache.rocketmq.client.apis.producer.Producer;
 
-/** What the scenarios share: the client configuration and their one JSON line. */
+/** What the scenarios share: the client configuration, a producer and their one JSON line. */
 final class Out {
     private Out() {}
 
@@ -20,6 +23,11 @@ final class Out {
             .enableSsl(false)
             .setRequestTimeout(Duration.ofSeconds(10))
             .build();
+    }
+
+    /** A started Producer of {@code topic} (close it). */
+    static Producer producer(ClientServiceProvider provider, String endpoint, String topic) throws ClientException {
+        return provider.newProducerBuilder().setClientConfiguration(config(endpoint)).setTopics(topic).build();
     }
 
     static String body(MessageView view) {

@@ -31,10 +31,7 @@ public final class PushConsumerScenario {
         int n = Integer.parseInt(args[3]);
         ClientServiceProvider provider = ClientServiceProvider.loadService();
         List<String> sent = new ArrayList<>();
-        try (Producer producer = provider.newProducerBuilder()
-            .setClientConfiguration(Out.config(endpoint))
-            .setTopics(topic)
-            .build()) {
+        try (Producer producer = Out.producer(provider, endpoint, topic)) {
             for (int i = 0; i < n; i++) {
                 sent.add(producer.send(provider.newMessageBuilder()
                     .setTopic(topic)
