@@ -48,3 +48,30 @@ async def raw_send(endpoint: str, messages: list[pb.Message], timeout: float = 1
             spb.SendMessageRequest(messages=messages), timeout=timeout, metadata=metadata
         )
     return response
+
+
+#: The calls of the published interface that Apache's 5.3.3 proxy does not serve
+#: (``GrpcMessagingApplication`` has no such methods): (name, an empty request).
+UNSERVED_CALLS: tuple[tuple[str, object], ...] = (
+    ("PullMessage", spb.PullMessageRequest()),
+    ("UpdateOffset", spb.UpdateOffsetRequest()),
+    ("GetOffset", spb.GetOffsetRequest()),
+    ("QueryOffset", spb.QueryOffsetRequest()),
+    ("SyncLiteSubscription", spb.SyncLiteSubscriptionRequest()),
+)
+
+
+async def call_status(endpoint: str, name: str, request: object, timeout: float = 10.0) -> grpc.StatusCode:
+    """Make the call ``name`` (a stream is read to its end) and return its gRPC status code."""
+    async with grpc.aio.insecure_channel(endpoint) as channel:
+        method = getattr(sgrpc.MessagingServiceStub(channel), name)
+        try:
+            if name == "PullMessage":  # server streaming
+                async for _ in method(request, timeout=timeout):
+                    pass
+            else:
+                await method(request, timeout=timeout)
+        except grpc.aio.AioRpcError as exc:
+            code: grpc.StatusCode = exc.code()
+            return code
+    return grpc.StatusCode.OK

@@ -14,7 +14,9 @@ groups received in each group's send order (topic ``message.type=FIFO``, orderly
 message received no earlier than its delivery timestamp (``message.type=DELAY``); transactions
 (``message.type=TRANSACTION``) committed → received, rolled back → never stored in the topic; a
 PushConsumer consuming everything once; raw SendMessage calls of a type the topic does not take,
-refused by the endpoint's own check (MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, Apache's message).
+refused by the endpoint's own check (MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, Apache's message); the
+calls Apache's 5.3.3 proxy does not serve (PullMessage, UpdateOffset, GetOffset, QueryOffset,
+SyncLiteSubscription) answered UNIMPLEMENTED.
 The official Java gRPC client (``org.apache.rocketmq:rocketmq-client-java`` 5.0.8, the Maven
 project ``tests/interop/java-grpc``) runs the same kinds of scenario against the same three
 endpoints: normal messages with a SimpleConsumer (``NormalScenario``), FIFO message groups
@@ -41,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from interop_support import INTEROP_DIR, TIMINGS, has_route, read_topic, run_java_json, unique
 from rocketmq import (
@@ -59,7 +62,7 @@ from rocketmq import Message as SdkMessage
 from rocketmq import Producer as SdkProducer
 from rocketmq.grpc_protocol import definition_pb2 as pb
 
-from grpc_raw import raw_message, raw_send
+from grpc_raw import UNSERVED_CALLS, call_status, raw_message, raw_send
 from rocketpipe import Admin
 from rocketpipe.protocol.bodies.admin import SubscriptionGroupConfig
 from rocketpipe.proxy import ProxyServer
@@ -358,6 +361,12 @@ async def test_endpoint_refuses_a_type_the_topic_does_not_take(grpc_target: Grpc
     async with Admin(t.namesrv_addr) as admin:
         assert [m.body for m in await read_topic(admin, fifo)] == [b"fifo"]
         assert await read_topic(admin, normal) == []
+
+
+async def test_calls_apache_5_3_3_does_not_serve_answer_unimplemented(grpc_target: GrpcTarget) -> None:
+    """PullMessage, UpdateOffset, GetOffset, QueryOffset, SyncLiteSubscription: UNIMPLEMENTED."""
+    statuses = {name: await call_status(grpc_target.endpoint, name, request) for name, request in UNSERVED_CALLS}
+    assert statuses == {name: grpc.StatusCode.UNIMPLEMENTED for name, _ in UNSERVED_CALLS}
 
 
 class Recording(MessageListener):  # type: ignore[misc]

@@ -42,18 +42,22 @@ public final class LitePullScenario {
             }
             out.put("queues", queues);
             c.assign(sorted);
-            // seek asks the broker for the queue's min/max offsets. Twice under CI load the Java
-            // 5.3.3 client found its channel closed for that call ("send request ... failed")
-            // while its own pull tasks, started by assign, shared the channel; a real application
-            // retries such a call, so the scenario does too, at most twice, and reports it.
+            // seek interrupts the queue's pull task (tryInterrupt). In the 5.3.3 client an
+            // interrupted thread's next request fails in Semaphore.tryAcquire with an
+            // InterruptedException, which invokeSync treats as a send failure: it closes the
+            // channel it shares with every other request to the broker, seek's own min / max offset
+            // calls included ("send request ... failed"), whichever broker it talks to. So the
+            // tasks are paused before the seeks (a task that has not started yet makes no request),
+            // and a seek whose call met a closed channel is tried again, at most 8 times in all.
+            c.pause(sorted);
             int seekRetries = 0;
             for (MessageQueue mq : sorted) {
-                for (int attempt = 0; ; attempt++) {
+                for (int attempt = 1; ; attempt++) {
                     try {
                         c.seek(mq, seekOffset);
                         break;
                     } catch (MQClientException e) {
-                        if (attempt >= 2) {
+                        if (attempt >= 8) {
                             throw e;
                         }
                         seekRetries++;
@@ -61,6 +65,7 @@ public final class LitePullScenario {
                     }
                 }
             }
+            c.resume(sorted);
             out.put("seekRetries", seekRetries);
             long t0 = System.currentTimeMillis();
             int n = 0;
