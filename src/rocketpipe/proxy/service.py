@@ -127,35 +127,16 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
         self.topic_types = TopicMessageTypeCache(self._load_topic_message_type)
 
     # ------------------------------------------------------------------ routes
-    async def _topic_message_type(self, topic: str, broker_addrs: list[str]) -> str:
-        """The topic's ``TopicMessageType`` name, read as Java's ``ClusterMetadataService
-        .getTopicMessageType`` does: the topic config (GET_TOPIC_CONFIG, 351) of a broker of the
-        route (the first that answers), then ``TopicConfig.getTopicMessageType`` on its
-        ``attributes``: ``message.type``, NORMAL when unset.
+    async def _load_topic_message_type(self, topic: str) -> TopicMessageType:
+        """The cache's loader (``ClusterTopicConfigCacheLoader``), as Java's
+        ``ClusterMetadataService.getTopicMessageType`` reads a type: UNSPECIFIED for a topic the
+        name server does not know (Java's ``EMPTY_TOPIC_CONFIG``); else the topic config
+        (GET_TOPIC_CONFIG, 351) of a broker of the route (the first that answers), then
+        ``TopicConfig.getTopicMessageType`` on its ``attributes``: ``message.type``, NORMAL when unset.
 
         Differences from Java: when no broker answers (a 4.x broker lacks GET_TOPIC_CONFIG) it is
         NORMAL, where Java says UNSPECIFIED (and the SDK would refuse every send); a value that is
         no ``TopicMessageType`` name gives UNSPECIFIED (Java's ``valueOf`` throws).
-        """
-        for addr in broker_addrs:
-            try:
-                cfg = await self.admin.examine_topic_config(addr, topic)
-            except RocketMQError:
-                continue
-            attributes = cfg.get("attributes") or {}
-            if not isinstance(attributes, dict):
-                return TopicMessageType.UNSPECIFIED.value
-            key = MESSAGE_TYPE_ATTRIBUTE
-            value = attributes.get(key)
-            try:
-                return topic_message_type({} if value is None else {key: str(value)}).value
-            except ValueError:
-                return TopicMessageType.UNSPECIFIED.value
-        return TopicMessageType.NORMAL.value
-
-    async def _load_topic_message_type(self, topic: str) -> TopicMessageType:
-        """The cache's loader (``ClusterTopicConfigCacheLoader``): UNSPECIFIED for a topic the
-        name server does not know (Java's ``EMPTY_TOPIC_CONFIG``), else :meth:`_topic_message_type`.
 
         Raises:
             RocketMQError: the route could not be read.
@@ -164,8 +145,20 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
             route = await self.admin.topic_route(topic)
         except TopicNotExistError:
             return TopicMessageType.UNSPECIFIED
-        addrs = [a for bd in route.broker_datas for a in bd.broker_addrs.values()]
-        return TopicMessageType(await self._topic_message_type(topic, addrs))
+        for addr in (a for bd in route.broker_datas for a in bd.broker_addrs.values()):
+            try:
+                cfg = await self.admin.examine_topic_config(addr, topic)
+            except RocketMQError:
+                continue
+            attributes = cfg.get("attributes") or {}
+            if not isinstance(attributes, dict):
+                return TopicMessageType.UNSPECIFIED
+            value = attributes.get(MESSAGE_TYPE_ATTRIBUTE)
+            try:
+                return topic_message_type({} if value is None else {MESSAGE_TYPE_ATTRIBUTE: str(value)})
+            except ValueError:
+                return TopicMessageType.UNSPECIFIED
+        return TopicMessageType.NORMAL
 
     async def QueryRoute(self, request: spb.QueryRouteRequest, context: Any) -> spb.QueryRouteResponse:
         """The topic's queues, every broker at the endpoint the client used."""
