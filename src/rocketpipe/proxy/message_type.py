@@ -110,6 +110,10 @@ class TopicMessageTypeCache:
     ``max_entries`` (the least recently read go first). Concurrent misses share one load; a
     load that raises is not cached (the caller gets the exception).
 
+    Difference from Java: its ``AbstractCacheLoader.reload`` refreshes on an executor and even
+    the reader that triggers it gets the old value; here that first reader awaits the refresh
+    (no background task to own and stop), and only the readers meanwhile get the old value.
+
     Args:
         load: ``async (topic) -> TopicMessageType``.
         clock: seconds, monotonic (injected in tests).
