@@ -616,6 +616,8 @@ SINK_KNOWN_OPTIONS: Final = frozenset(
         "retries",
         "maxmessagesize",
         "writerinput",
+        "deliveryguarantee",
+        "transactionlogdir",
         "path",
         "checkpointlocation",
     }
@@ -625,7 +627,7 @@ SINK_KNOWN_OPTIONS: Final = frozenset(
 _SINK_UNKNOWN_HINT: Final = (
     "for the rocketmq sink; known options are nameServer, topic, "
     "producerGroup, batchSize, batchBytes, maxInFlight, sendTimeoutMs, retries, maxMessageSize, writerInput, "
-    + _CONNECTION_HINT
+    "deliveryGuarantee, transactionLogDir, " + _CONNECTION_HINT
 )
 
 #: ``DefaultMQProducer.maxMessageSize`` (4 MiB): the cap of one message or one encoded batch.
@@ -634,6 +636,7 @@ DEFAULT_PRODUCER_GROUP: Final = "rocketpipe_spark_sink"
 DEFAULT_BATCH_SIZE: Final = 4096
 DEFAULT_BATCH_BYTES: Final = 1024 * 1024
 DEFAULT_MAX_IN_FLIGHT: Final = 4
+DELIVERY_GUARANTEES: Final = ("at-least-once", "exactly-once")
 DEFAULT_SEND_TIMEOUT_MS: Final = 10_000
 DEFAULT_SEND_RETRIES: Final = 2
 _GROUP_RE: Final = re.compile(r"^[%|a-zA-Z0-9_-]{1,255}$")
@@ -662,6 +665,9 @@ class SinkOptions:
         writer_input: ``"arrow"`` (Spark hands ``write()`` Arrow record batches; the default)
             or ``"rows"`` (Spark builds a ``Row`` per record; slower, kept for comparison).
         connection: ACL credentials and TLS settings of the producers (:class:`ConnectionOptions`).
+        exactly_once: ``deliveryGuarantee=exactly-once``: rows go as half messages that the
+            driver's commit ends (:mod:`rocketpipe.spark.transactional`).
+        transaction_log_dir: where an exactly-once stream logs its commit decisions, or None.
     """
 
     name_server: str
@@ -675,6 +681,8 @@ class SinkOptions:
     max_message_size: int
     writer_input: str
     connection: ConnectionOptions = ConnectionOptions()
+    exactly_once: bool = False
+    transaction_log_dir: str | None = None
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
@@ -696,6 +704,12 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     ``maxMessageSize``         bytes (default 4 MiB, as ``DefaultMQProducer.maxMessageSize``;
                                must not exceed the broker's ``maxMessageSize``).
     ``writerInput``            advanced: ``arrow`` (default) or ``rows`` (Spark's Row writer).
+    ``deliveryGuarantee``      ``at-least-once`` (default) or ``exactly-once``: every row a
+                               transactional half message, committed by the driver (one message
+                               per request, up to 64 outstanding per task).
+    ``transactionLogDir``      exactly-once streams (required there): directory of the commit
+                               decisions, one the restarted driver reads again (as
+                               ``checkpointLocation``).
     ``accessKey`` ...          the connection options of the module docstring (ACL, TLS).
     =========================  ====================================================================
 
@@ -725,6 +739,12 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     writer_input = (_get(lowered, "writerInput") or "arrow").lower()
     if writer_input not in ("arrow", "rows"):
         raise SinkOptionError(f"option writerInput={writer_input!r} is invalid; use 'arrow' (default) or 'rows'")
+    guarantee = (_get(lowered, "deliveryGuarantee") or "at-least-once").lower()
+    if guarantee not in DELIVERY_GUARANTEES:
+        raise SinkOptionError(
+            f"option deliveryGuarantee={guarantee!r} is invalid; use 'at-least-once' (default) or 'exactly-once'"
+        )
+    exactly_once = guarantee == "exactly-once"
     return SinkOptions(
         name_server=name_server,
         topic=_get(lowered, "topic"),
@@ -737,4 +757,6 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         max_message_size=max_message_size,
         writer_input=writer_input,
         connection=parse_connection_options(lowered, SinkOptionError),
+        exactly_once=exactly_once,
+        transaction_log_dir=_get(lowered, "transactionLogDir") or None,
     )

@@ -96,15 +96,19 @@ from ..client import MessageQueue, Producer, SendResult, SendStatus
 from ..client.routing import publish_queues
 from ..errors import InvalidArgumentError, RocketMQError
 from ..eventloop import new_event_loop
+from ..eventloop import run as eventloop_run
 from ..protocol.message import (
     PROPERTY_KEYS,
+    PROPERTY_PRODUCER_GROUP,
     PROPERTY_TAGS,
+    PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     PROPERTY_WAIT_STORE_MSG_OK,
     SYSTEM_PROPERTY_NAMES,
     Message,
 )
 from .options import SinkOptionError, SinkOptions
+from .transactional import DecisionLog, Half, SinkCommitError, end_halves, finish_batch, half_of, roll_back
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +119,8 @@ ROW_CHUNK: Final = 4096
 #: Encoded size of a batch entry besides body and properties (total, magic, crc, flag, body
 #: length: 4 bytes each; properties length: 2).
 BATCH_ENTRY_OVERHEAD: Final = 22
+#: Half messages outstanding per task with ``deliveryGuarantee=exactly-once`` (one per request).
+HALF_CONCURRENCY: Final = 64
 #: Local properties Spark sets on streaming tasks (MicroBatchExecution / StreamExecution).
 BATCH_ID_PROPERTY: Final = "streaming.sql.batchId"
 QUERY_ID_PROPERTY: Final = "sql.streaming.queryId"
@@ -300,7 +306,10 @@ class RocketMQCommitMessage(WriterCommitMessage):
         not_ok: messages whose batch was stored with a status other than ``SEND_OK``
             (``FLUSH_DISK_TIMEOUT``, ``SLAVE_NOT_AVAILABLE``, ...; stored nevertheless).
         queues: ``"topic@broker:queueId"`` → ``(messages, first queue offset, end offset)``;
-            the offsets are those the broker assigned, the end exclusive.
+            the offsets are those the broker assigned, the end exclusive (exactly-once: the
+            half topic's queue offsets).
+        halves: exactly-once only: the half messages stored, for the driver to commit.
+        query_id: the streaming query's id (streams), else None.
     """
 
     partition_id: int
@@ -310,6 +319,8 @@ class RocketMQCommitMessage(WriterCommitMessage):
     requests: int = 0
     not_ok: int = 0
     queues: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    halves: list[Half] = field(default_factory=list)
+    query_id: str | None = None
 
 
 def _totals(messages: Sequence[WriterCommitMessage | None]) -> tuple[int, int, int]:
@@ -457,9 +468,12 @@ class PartitionSender:
         self._prefix = id_prefix
         self._rows = 0
         self._pending: dict[_Key, tuple[list[Message], list[int]]] = {}
-        self._inflight: set[Future[tuple[SendResult, int, int]]] = set()
+        self._inflight: set[Future[tuple[list[SendResult], int, int]]] = set()
         self._queues: dict[tuple[str, str | None, int], MessageQueue] = {}
         self.stats = RocketMQCommitMessage(partition_id=0, batch_id=None)
+        #: exactly-once: halves stored so far (appended on the loop thread, read after the sends)
+        self._halves: list[Half] = []
+        self._half_slots = asyncio.Semaphore(HALF_CONCURRENCY)
         self._io = _LoopThread()
         try:
             self._producer = self._io.submit(self._make_producer()).result(30)
@@ -498,6 +512,7 @@ class PartitionSender:
         """
         prefix = self._prefix
         batch_bytes, batch_size = self._opts.batch_bytes, self._opts.batch_size
+        group_name = self._opts.producer_group if self._opts.exactly_once else None
         pending = self._pending
         bodies, topics, props_col, tags, keys, queue_col, broker_col = _row_values(
             self._plan, self._opts.topic, n, columns
@@ -536,6 +551,9 @@ class PartitionSender:
             props[PROPERTY_WAIT_STORE_MSG_OK] = "true"
             if prefix is not None:
                 props[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = f"{prefix}{base + i:012X}"
+            if group_name is not None:
+                props[PROPERTY_TRANSACTION_PREPARED] = "true"
+                props[PROPERTY_PRODUCER_GROUP] = group_name
             qid = queue_col[i]
             dest: _Key = topic if qid is None else (topic, broker_col[i], int(qid))
             msg = Message(topic, body, 0, props)
@@ -586,39 +604,39 @@ class PartitionSender:
                 self._reap(fut)
         self._inflight.add(self._io.submit(self._send(dest, msgs, single)))
 
-    def _reap(self, fut: Future[tuple[SendResult, int, int]]) -> None:
+    def _reap(self, fut: Future[tuple[list[SendResult], int, int]]) -> None:
         self._inflight.discard(fut)
-        result, count, nbytes = fut.result()  # raises SinkError / SinkDataError
+        results, count, nbytes = fut.result()  # raises SinkError / SinkDataError
         st = self.stats
         st.messages += count
         st.body_bytes += nbytes
-        st.requests += 1
-        if result.send_status is not SendStatus.SEND_OK:
-            st.not_ok += count
-            log.warning(
-                "sink send stored with status=%s queue=%s messages=%d",
-                result.send_status.name,
-                result.message_queue,
-                count,
+        st.requests += len(results)
+        each = 1 if len(results) > 1 else count  # halves go one per request
+        for result in results:
+            if result.send_status is not SendStatus.SEND_OK:
+                st.not_ok += each
+                log.warning(
+                    "sink send stored with status=%s queue=%s messages=%d",
+                    result.send_status.name,
+                    result.message_queue,
+                    each,
+                )
+            mq = result.message_queue
+            name = f"{mq.topic}@{mq.broker_name}:{mq.queue_id}"
+            first, end = result.queue_offset, result.queue_offset + each
+            prev = st.queues.get(name)
+            st.queues[name] = (
+                (each, first, end) if prev is None else (prev[0] + each, min(prev[1], first), max(prev[2], end))
             )
-        mq = result.message_queue
-        name = f"{mq.topic}@{mq.broker_name}:{mq.queue_id}"
-        first, end = result.queue_offset, result.queue_offset + count
-        prev = st.queues.get(name)
-        st.queues[name] = (
-            (count, first, end) if prev is None else (prev[0] + count, min(prev[1], first), max(prev[2], end))
-        )
 
-    async def _send(self, dest: _Key, msgs: list[Message], single: bool) -> tuple[SendResult, int, int]:
-        p = self._producer
-        timeout = self._opts.send_timeout_s
+    async def _send(self, dest: _Key, msgs: list[Message], single: bool) -> tuple[list[SendResult], int, int]:
         nbytes = sum(len(m.body) for m in msgs)
         topic = msgs[0].topic
         try:
-            if isinstance(dest, str):
-                result = await (p.send(msgs[0], timeout=timeout) if single else p.send_batch(msgs, timeout=timeout))
+            if self._opts.exactly_once:
+                results = await self._send_halves(dest, msgs)
             else:
-                result = await self._send_to_queue(dest, msgs, single)
+                results = [await self._send_plain(dest, msgs, single)]
         except SinkDataError:
             raise
         except InvalidArgumentError as exc:  # the producer refused the row(s): a data problem
@@ -628,7 +646,38 @@ class PartitionSender:
                 f"sending {len(msgs)} message(s) to topic {topic!r} via name server {self._opts.name_server} failed: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-        return result, len(msgs), nbytes
+        return results, len(msgs), nbytes
+
+    async def _send_plain(self, dest: _Key, msgs: list[Message], single: bool) -> SendResult:
+        if not isinstance(dest, str):
+            return await self._send_to_queue(dest, msgs, single)
+        p, timeout = self._producer, self._opts.send_timeout_s
+        return await (p.send(msgs[0], timeout=timeout) if single else p.send_batch(msgs, timeout=timeout))
+
+    async def _send_halves(self, dest: _Key, msgs: list[Message]) -> list[SendResult]:
+        """Send ``msgs`` as half messages, one per request, ``HALF_CONCURRENCY`` at a time per task.
+
+        Every stored half is recorded (for the commit, or the rollback of a failed task) before
+        any failure is raised; a half stored with a status other than SEND_OK fails the task
+        (Java's ``sendMessageInTransaction`` rolls such a half back).
+        """
+
+        async def one(msg: Message) -> SendResult:
+            async with self._half_slots:
+                result = await self._send_plain(dest, [msg], True)
+            self._halves.append(half_of(result))
+            if result.send_status is not SendStatus.SEND_OK:
+                raise SinkError(
+                    f"half message of topic {msg.topic!r} stored with {result.send_status.name} on "
+                    f"{result.message_queue}; the task fails and rolls its halves back"
+                )
+            return result
+
+        outcomes = await asyncio.gather(*(one(m) for m in msgs), return_exceptions=True)
+        for o in outcomes:
+            if isinstance(o, BaseException):
+                raise o
+        return outcomes  # type: ignore[return-value]
 
     async def _queue(self, dest: tuple[str, str | None, int]) -> MessageQueue:
         mq = self._queues.get(dest)
@@ -685,7 +734,41 @@ class PartitionSender:
             done, _ = wait(self._inflight, return_when=FIRST_COMPLETED)
             for fut in done:
                 self._reap(fut)
+        self.stats.halves = list(self._halves)
         return self.stats
+
+    def roll_back(self) -> None:
+        """Exactly-once: end the halves this task stored with ROLLBACK (a failed task; best
+        effort, one log line with counts: a half left undecided stays invisible)."""
+        if self._inflight:  # let stored halves be recorded; a send still open then is cancelled
+            wait(self._inflight, timeout=self._opts.send_timeout_s)
+        for fut in self._inflight:
+            fut.cancel()
+        self._inflight.clear()
+        halves = list(self._halves)
+        if not halves or self._io.loop.is_closed():
+            return
+        o = self._opts
+
+        async def run() -> tuple[int, int]:
+            from ..client import Admin
+
+            res = await end_halves(
+                Admin(runtime=self._producer.runtime), o.producer_group, halves, commit=False, timeout=o.send_timeout_s
+            )
+            return res.ended, len(res.failed or ())
+
+        try:
+            ended, failed = self._io.submit(run()).result(o.send_timeout_s * 2 + 5)
+        except Exception as exc:  # best effort: the halves stay invisible
+            ended, failed = 0, len(halves)
+            log.warning("sink task rollback failed: %s", exc)
+        log.warning(
+            "sink task partition=%d failed: %d half messages rolled back, %d left undecided (invisible)",
+            self.stats.partition_id,
+            ended,
+            failed,
+        )
 
     def close(self) -> None:
         """Cancel outstanding sends, close the producer and stop the loop thread (idempotent)."""
@@ -701,8 +784,8 @@ class PartitionSender:
         self._io.close()
 
 
-def _task_identity(streaming: bool, write_id: str | None = None) -> tuple[int, int | None, str | None]:
-    """(partition id, batch id, msgId prefix) of the running task (executor side).
+def _task_identity(streaming: bool, write_id: str | None = None) -> tuple[int, int | None, str | None, str | None]:
+    """(partition id, batch id, msgId prefix, query id) of the running task (executor side).
 
     A batch write's prefix comes from its ``write_id`` (made once on the driver, so every
     attempt of a task, which unpickles the same writer, sends the same msgIds); a stream's
@@ -712,14 +795,14 @@ def _task_identity(streaming: bool, write_id: str | None = None) -> tuple[int, i
 
     tc = TaskContext.get()
     if tc is None:
-        return 0, None, None
+        return 0, None, None, None
     pid = int(tc.partitionId())
     if not streaming:
-        return pid, None, message_id_prefix(write_id, -1, pid) if write_id else None
+        return pid, None, message_id_prefix(write_id, -1, pid) if write_id else None, None
     batch, query = tc.getLocalProperty(BATCH_ID_PROPERTY), tc.getLocalProperty(QUERY_ID_PROPERTY)
     if batch is None:
-        return pid, None, None
-    return pid, int(batch), message_id_prefix(query or "", int(batch), pid) if query else None
+        return pid, None, None, query
+    return pid, int(batch), message_id_prefix(query or "", int(batch), pid) if query else None, query
 
 
 def _arrow_chunks(batches: Iterator[pa.RecordBatch], plan: ColumnPlan) -> Iterator[tuple[int, list[list[Any] | None]]]:
@@ -752,13 +835,18 @@ class _SinkWriter:
         self.write_id = uuid.uuid4().hex
 
     def _write(self, chunks: Iterator[tuple[int, list[list[Any] | None]]]) -> RocketMQCommitMessage:
-        pid, batch_id, prefix = _task_identity(self._streaming, self.write_id)
+        pid, batch_id, prefix, query_id = _task_identity(self._streaming, self.write_id)
         sender = PartitionSender(self._options, self._plan, prefix)
-        sender.stats.partition_id, sender.stats.batch_id = pid, batch_id
+        st = sender.stats
+        st.partition_id, st.batch_id, st.query_id = pid, batch_id, query_id
         try:
             for n, columns in chunks:
                 sender.add_columns(n, columns)
             stats = sender.finish()
+        except BaseException:
+            if self._options.exactly_once:
+                sender.roll_back()
+            raise
         finally:
             sender.close()
         log.info(
@@ -766,15 +854,80 @@ class _SinkWriter:
         )
         return stats
 
+    def _halves(self, messages: Sequence[WriterCommitMessage | None]) -> list[Half]:
+        return [h for m in messages if isinstance(m, RocketMQCommitMessage) for h in m.halves]
 
-class _BatchCommit:
+    def _finish(self, messages: Sequence[WriterCommitMessage | None], batch_id: int | None) -> None:
+        """Exactly-once commit on the driver (:func:`~rocketpipe.spark.transactional.finish_batch`).
+
+        Raises:
+            SinkCommitError: some halves were not committed, or the decision log failed.
+        """
+        o = self._options
+        decisions = None
+        if batch_id is not None:
+            query_ids = {m.query_id for m in messages if isinstance(m, RocketMQCommitMessage) and m.query_id}
+            if len(query_ids) > 1:
+                raise SinkCommitError(f"micro-batch {batch_id} has tasks of several queries: {sorted(query_ids)}")
+            if query_ids and o.transaction_log_dir:
+                decisions = DecisionLog(o.transaction_log_dir, query_ids.pop())
+        out = eventloop_run(
+            finish_batch(
+                o.connection.client_config(o.name_server),
+                o.producer_group,
+                self._halves(messages),
+                timeout=o.send_timeout_s,
+                decisions=decisions,
+                batch_id=batch_id,
+            )
+        )
+        what = "write" if batch_id is None else f"batch {batch_id}"
+        log.info(
+            "rocketmq sink %s committed exactly-once: %d half messages committed%s",
+            what,
+            out.committed,
+            f" (replay: {out.already_visible} were already committed, {out.rolled_back} of the replay's rolled back)"
+            if out.replay
+            else "",
+        )
+
+    def _roll_back(self, messages: Sequence[WriterCommitMessage | None], what: str) -> None:
+        """Exactly-once abort on the driver: ROLLBACK every half the tasks reported (best effort)."""
+        o = self._options
+        halves = self._halves(messages)
+        try:
+            res = eventloop_run(
+                roll_back(o.connection.client_config(o.name_server), o.producer_group, halves, timeout=o.send_timeout_s)
+            )
+            ended, failed = res.ended, len(res.failed or ())
+        except Exception as exc:  # best effort: undecided halves stay invisible
+            ended, failed = 0, len(halves)
+            log.warning("rocketmq sink %s rollback failed: %s", what, exc)
+        log.warning(
+            "rocketmq sink %s aborted exactly-once: %d half messages rolled back, %d left undecided (invisible)",
+            what,
+            ended,
+            failed,
+        )
+
+
+class _BatchCommit(_SinkWriter):
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Log the totals: every message is already stored (nothing to make visible)."""
+        """At-least-once: log the totals (every message is already stored). Exactly-once:
+        commit every half the tasks stored; raises :class:`SinkCommitError` when some could not
+        be committed."""
+        if self._options.exactly_once:
+            self._finish(messages, None)
+            return
         tasks, sent, _ = _totals(messages)
         log.info("rocketmq sink write committed: %d messages from %d tasks", sent, tasks)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Log what was already delivered: sent messages cannot be taken back (at-least-once)."""
+        """At-least-once: log what was already delivered (sent messages cannot be taken back).
+        Exactly-once: roll back every half the tasks reported."""
+        if self._options.exactly_once:
+            self._roll_back(messages, "write")
+            return
         tasks, sent, failed = _totals(messages)
         log.warning(
             "rocketmq sink write aborted: %d messages from %d tasks were delivered already; %d tasks failed",
@@ -784,14 +937,26 @@ class _BatchCommit:
         )
 
 
-class _StreamCommit:
+class _StreamCommit(_SinkWriter):
+    _streaming = True
+
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Log the micro-batch's totals (runs on a fresh writer in Spark's sink runner; no state, no I/O)."""
+        """At-least-once: log the micro-batch's totals (runs on a fresh writer in Spark's sink
+        runner; no state, no I/O). Exactly-once: finish the batch through the decision log
+        (:func:`~rocketpipe.spark.transactional.finish_batch`); raises :class:`SinkCommitError`
+        when some halves could not be committed, so the batch is not recorded and is replayed."""
+        if self._options.exactly_once:
+            self._finish(messages, batchId)
+            return
         tasks, sent, _ = _totals(messages)
         log.info("rocketmq sink batch %d committed: %d messages from %d tasks", batchId, sent, tasks)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Log what was already delivered; the replayed batch re-sends with the same msgIds."""
+        """At-least-once: log what was already delivered (the replayed batch re-sends with the
+        same msgIds). Exactly-once: roll back the halves the tasks reported."""
+        if self._options.exactly_once:
+            self._roll_back(messages, f"batch {batchId}")
+            return
         tasks, sent, failed = _totals(messages)
         log.warning(
             "rocketmq sink batch %d aborted: %d messages from %d tasks delivered already; %d tasks failed",
@@ -802,7 +967,7 @@ class _StreamCommit:
         )
 
 
-class RocketMQArrowWriter(_BatchCommit, _SinkWriter, DataSourceArrowWriter):
+class RocketMQArrowWriter(_BatchCommit, DataSourceArrowWriter):
     """Batch sink writer fed Arrow record batches (``df.write.format("rocketmq")``; the default).
 
     Args:
@@ -820,7 +985,7 @@ class RocketMQArrowWriter(_BatchCommit, _SinkWriter, DataSourceArrowWriter):
         return self._write(_arrow_chunks(iterator, self._plan))
 
 
-class RocketMQRowWriter(_BatchCommit, _SinkWriter, DataSourceWriter):
+class RocketMQRowWriter(_BatchCommit, DataSourceWriter):
     """Batch sink writer fed ``Row`` objects (``writerInput=rows``; slower than Arrow)."""
 
     def write(self, iterator: Iterator[Any]) -> RocketMQCommitMessage:
@@ -828,24 +993,20 @@ class RocketMQRowWriter(_BatchCommit, _SinkWriter, DataSourceWriter):
         return self._write(_row_chunks(iterator, self._plan))
 
 
-class RocketMQStreamArrowWriter(_StreamCommit, _SinkWriter, DataSourceStreamArrowWriter):
+class RocketMQStreamArrowWriter(_StreamCommit, DataSourceStreamArrowWriter):
     """Streaming sink writer fed Arrow record batches (``df.writeStream.format("rocketmq")``; the default).
 
     Messages get deterministic msgIds (:func:`message_id_prefix`), so a replayed micro-batch
     re-sends the same ids.
     """
 
-    _streaming = True
-
     def write(self, iterator: Iterator[pa.RecordBatch]) -> RocketMQCommitMessage:
         """Send this task's share of the micro-batch; raises as :meth:`RocketMQArrowWriter.write`."""
         return self._write(_arrow_chunks(iterator, self._plan))
 
 
-class RocketMQStreamRowWriter(_StreamCommit, _SinkWriter, DataSourceStreamWriter):
+class RocketMQStreamRowWriter(_StreamCommit, DataSourceStreamWriter):
     """Streaming sink writer fed ``Row`` objects (``writerInput=rows``)."""
-
-    _streaming = True
 
     def write(self, iterator: Iterator[Any]) -> RocketMQCommitMessage:
         """Send this task's share of the micro-batch; raises as :meth:`RocketMQArrowWriter.write`."""
@@ -874,6 +1035,11 @@ def make_writer(
             "the rocketmq sink cannot overwrite a topic (messages are append-only); use .mode('append')"
         )
     plan = plan_columns(schema, options)
+    if streaming and options.exactly_once and not options.transaction_log_dir:
+        raise SinkOptionError(
+            "deliveryGuarantee=exactly-once on a stream needs option transactionLogDir: a directory where the "
+            "driver logs its commit decisions, readable again after a restart (e.g. next to checkpointLocation)"
+        )
     arrow = options.writer_input == "arrow"
     if streaming:
         return RocketMQStreamArrowWriter(options, plan) if arrow else RocketMQStreamRowWriter(options, plan)

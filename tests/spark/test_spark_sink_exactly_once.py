@@ -1,0 +1,184 @@
+"""``deliveryGuarantee=exactly-once``: rows as half messages the driver commits (embedded broker, local[2]).
+
+Messages are read back with rocketpipe's pull API, never through the Spark source. The broker's
+own END_TRANSACTION counters (``TransactionService.committed`` / ``rolled_back``) show what the
+driver and the tasks ended.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from spark_cluster import ThreadedCluster
+from test_spark_sink import ROW_SCHEMA, _check_rows, _rows, _topic, pull_all
+
+from rocketpipe.client import Message, Producer
+from rocketpipe.client.config import ClientConfig
+from rocketpipe.protocol.message import PROPERTY_PRODUCER_GROUP, PROPERTY_TRANSACTION_PREPARED
+from rocketpipe.spark.options import SinkOptionError, parse_sink_options
+from rocketpipe.spark.transactional import DecisionLog, Half, finish_batch, half_of
+from rocketpipe.spark.writer import message_id_prefix
+
+pytestmark = pytest.mark.spark
+
+GROUP = "rocketpipe_spark_sink"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedCluster]:
+    tc = ThreadedCluster(tmp_path_factory.mktemp("spark-eos-broker"))
+    tc.start()
+    try:
+        yield tc
+    finally:
+        tc.close()
+
+
+@pytest.fixture(scope="module")
+def ns(cluster: ThreadedCluster) -> str:
+    assert cluster.cluster is not None
+    return cluster.cluster.namesrv_addr
+
+
+def _ended(cluster: ThreadedCluster) -> tuple[int, int]:
+    """(committed, rolled back) END_TRANSACTIONs the broker has processed so far."""
+    assert cluster.cluster is not None
+    tx = cluster.cluster.brokers[0].transactions
+    return tx.committed, tx.rolled_back
+
+
+def test_options() -> None:
+    base = {"nameServer": "127.0.0.1:9876", "topic": "T"}
+    assert not parse_sink_options(base).exactly_once
+    o = parse_sink_options({**base, "deliveryGuarantee": "EXACTLY-ONCE", "transactionLogDir": "/x"})
+    assert o.exactly_once and o.transaction_log_dir == "/x"
+    with pytest.raises(SinkOptionError, match="deliveryGuarantee='at-most-once' is invalid"):
+        parse_sink_options({**base, "deliveryGuarantee": "at-most-once"})
+
+
+def test_batch_write_commits_every_half(spark, ns: str, cluster: ThreadedCluster) -> None:
+    topic = _topic("EosBatch", ns)
+    before = _ended(cluster)
+    df = spark.createDataFrame(_rows(600, big_every=97), ROW_SCHEMA).repartition(3)
+    df.write.format("rocketmq").option("nameServer", ns).option("topic", topic).option(
+        "deliveryGuarantee", "exactly-once"
+    ).mode("append").save()
+    msgs = pull_all(ns, topic)
+    _check_rows(msgs, 600, big_every=97)  # every row once, properties kept through the half
+    # committed messages keep the half's properties, as on Apache (bridge.committed_message)
+    assert all(m.properties["TRAN_MSG"] == "true" and m.properties["PGROUP"] == GROUP for m in msgs)
+    committed, rolled_back = _ended(cluster)
+    assert (committed - before[0], rolled_back - before[1]) == (600, 0)
+
+
+def test_batch_write_failed_job_leaves_nothing_visible(spark, ns: str, cluster: ThreadedCluster) -> None:
+    """A task fails on a bad row after storing halves: it rolls them back, the job aborts and
+    rolls back the other tasks' halves. The at-least-once sink delivers rows in the same case."""
+    topic = _topic("EosAbort", ns, 2)
+    rows = [(f"row-{i}" if i != 450 else None,) for i in range(500)]
+    df = spark.createDataFrame(rows, "body string").coalesce(1)
+    before = _ended(cluster)
+    with pytest.raises(Exception, match="body is null or empty"):
+        df.write.format("rocketmq").option("nameServer", ns).option("topic", topic).option(
+            "deliveryGuarantee", "exactly-once"
+        ).option("batchSize", "50").mode("append").save()
+    assert pull_all(ns, topic) == []
+    committed, rolled_back = _ended(cluster)
+    assert committed == before[0]
+    # rows 0..449 were queued before the bad row; those already sent were stored and rolled back
+    assert 0 < rolled_back - before[1] <= 450
+
+
+def test_stream_write_logs_decisions(spark, ns: str, cluster: ThreadedCluster, tmp_path: Path) -> None:
+    topic = _topic("EosStream", ns)
+    src, txlog = tmp_path / "in", tmp_path / "txlog"
+    src.mkdir()
+    for k in range(3):
+        lines = [json.dumps({"n": n}) for n in range(100 * k, 100 * k + 100)]
+        (src / f"part-{k}.json").write_text("\n".join(lines) + "\n")
+    df = spark.readStream.schema("n long").option("maxFilesPerTrigger", 1).json(str(src))
+    q = (
+        df.selectExpr("CAST(n AS STRING) AS body", "map('n', CAST(n AS STRING)) AS properties")
+        .writeStream.format("rocketmq")
+        .option("nameServer", ns)
+        .option("topic", topic)
+        .option("deliveryGuarantee", "exactly-once")
+        .option("transactionLogDir", str(txlog))
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert q.awaitTermination(180), "AvailableNow query did not finish"
+    assert q.exception() is None
+    msgs = pull_all(ns, topic)
+    assert sorted(int(m.body) for m in msgs) == list(range(300))
+    decisions = DecisionLog(txlog, q.id)
+    for b in range(3):
+        logged = decisions.decision(b)
+        assert logged is not None and len(logged) == 100 and decisions.is_done(b)
+        prefixes = {message_id_prefix(q.id, b, p) for p in range(8)}
+        assert {h.msg_id[:20] for h in logged} <= prefixes
+
+
+def test_stream_write_needs_a_transaction_log(spark, ns: str, tmp_path: Path) -> None:
+    df = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()
+    q = (
+        df.selectExpr("CAST(value AS STRING) AS body")
+        .writeStream.format("rocketmq")
+        .option("nameServer", ns)
+        .option("topic", "T")
+        .option("deliveryGuarantee", "exactly-once")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .start()
+    )
+    try:
+        with pytest.raises(Exception, match="needs option transactionLogDir"):
+            q.awaitTermination(60)
+    finally:
+        q.stop()
+
+
+def _send_halves(cluster: ThreadedCluster, ns: str, topic: str, keys: list[str]) -> list[Half]:
+    async def go() -> list[Half]:
+        async with Producer(GROUP, namesrv_addr=ns) as p:
+            out = []
+            for k in keys:
+                props = {PROPERTY_TRANSACTION_PREPARED: "true", PROPERTY_PRODUCER_GROUP: GROUP, "UNIQ_KEY": k}
+                out.append(half_of(await p.send(Message(topic, f"body-{k}".encode(), 0, props))))
+            return out
+
+    return cluster.run(go())
+
+
+def test_replayed_batch_finishes_the_logged_decision(ns: str, cluster: ThreadedCluster, tmp_path: Path) -> None:
+    """The driver died after committing 8 of a batch's 20 halves: the replay (same rows, new
+    halves) commits the 12 others of the logged decision, rolls its own back; a second replay
+    after the done mark commits nothing."""
+    topic = _topic("EosReplay", ns, 2)
+    keys = [f"{uuid.uuid4().hex[:20].upper()}{i:012X}" for i in range(20)]
+    first = _send_halves(cluster, ns, topic, keys)
+    decisions = DecisionLog(tmp_path, "query-1")
+    decisions.write_decision(7, first)
+    config = ClientConfig(namesrv_addr=ns)
+    # the first driver's commit got through 8 halves: commit them alone, with no log
+    out = cluster.run(finish_batch(config, GROUP, first[:8], timeout=5))
+    assert out.committed == 8 and not out.replay
+    assert not decisions.is_done(7)
+
+    before = _ended(cluster)
+    replay = _send_halves(cluster, ns, topic, keys)
+    out = cluster.run(finish_batch(config, GROUP, replay, timeout=5, decisions=decisions, batch_id=7))
+    assert (out.replay, out.committed, out.already_visible, out.rolled_back) == (True, 12, 8, 20)
+    assert decisions.is_done(7)
+    assert _ended(cluster) == (before[0] + 12, before[1] + 20)
+    msgs = pull_all(ns, topic)
+    assert sorted(m.msg_id for m in msgs) == sorted(keys), "every row exactly once"
+
+    again = _send_halves(cluster, ns, topic, keys)
+    out = cluster.run(finish_batch(config, GROUP, again, timeout=5, decisions=decisions, batch_id=7))
+    assert (out.committed, out.already_visible, out.rolled_back) == (0, 20, 20)
+    assert sorted(m.msg_id for m in pull_all(ns, topic)) == sorted(keys)
