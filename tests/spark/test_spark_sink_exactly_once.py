@@ -8,6 +8,10 @@ driver and the tasks ended.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,12 +20,13 @@ import pytest
 from spark_cluster import ThreadedCluster
 from test_spark_sink import ROW_SCHEMA, _check_rows, _rows, _topic, pull_all
 
-from rocketpipe.client import Message, Producer
+from rocketpipe.client import Message, Producer, SyncAdmin
 from rocketpipe.client.config import ClientConfig
 from rocketpipe.protocol.message import PROPERTY_PRODUCER_GROUP, PROPERTY_TRANSACTION_PREPARED
 from rocketpipe.spark.options import SinkOptionError, parse_sink_options
 from rocketpipe.spark.transactional import DecisionLog, Half, finish_batch, half_of
 from rocketpipe.spark.writer import message_id_prefix
+from waiting import wait_until_sync
 
 pytestmark = pytest.mark.spark
 
@@ -182,3 +187,71 @@ def test_replayed_batch_finishes_the_logged_decision(ns: str, cluster: ThreadedC
     out = cluster.run(finish_batch(config, GROUP, again, timeout=5, decisions=decisions, batch_id=7))
     assert (out.committed, out.already_visible, out.rolled_back) == (0, 20, 20)
     assert sorted(m.msg_id for m in pull_all(ns, topic)) == sorted(keys)
+
+
+def _visible(ns: str, topic: str) -> int:
+    with SyncAdmin(namesrv_addr=ns) as admin:
+        return sum(admin.max_offset(mq) for mq in admin.topic_queues(topic))
+
+
+def _run_driver(args: list[str]) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    return subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("eos_driver.py")), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+
+
+def test_driver_killed_mid_commit_then_restarted_delivers_each_row_once(ns: str, tmp_path: Path) -> None:
+    """SIGKILL of the whole driver (JVM and Python workers) once the first micro-batch's decision
+    is logged and some of its halves are visible, but not all; the restarted query replays the
+    batch, finishes the logged decision and goes on: each of the 3 x 5,000 rows once."""
+    rows = 5_000
+    topic = _topic("EosKill", ns, 4)
+    src, ckpt, txlog = tmp_path / "in", tmp_path / "ckpt", tmp_path / "txlog"
+    src.mkdir()
+    for k in range(3):
+        (src / f"part-{k}.json").write_text("".join(f'{{"n": {n}}}\n' for n in range(rows * k, rows * (k + 1))))
+    args = [ns, topic, str(src), str(ckpt), str(txlog)]
+
+    driver = _run_driver(args)
+    try:
+        seen: dict[str, object] = {}
+
+        def mid_commit() -> bool:
+            if driver.poll() is not None:
+                raise AssertionError(f"driver exited before the kill: {driver.communicate()[0][-3000:]}")
+            decisions = list(txlog.glob("*/0.decision"))
+            if not decisions:
+                return False
+            seen["visible"] = _visible(ns, topic)
+            seen["done"] = (decisions[0].parent / "0.done").exists()
+            return 0 < seen["visible"] < rows  # type: ignore[operator]
+
+        wait_until_sync(mid_commit, timeout=240, interval=0.01, what="batch 0 half committed")
+        os.killpg(driver.pid, signal.SIGKILL)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(30)
+    assert seen["done"] is False
+    partial = int(seen["visible"])  # type: ignore[call-overload]
+
+    restarted = _run_driver(args)
+    try:
+        out, _ = restarted.communicate(timeout=600)
+    finally:
+        if restarted.poll() is None:
+            os.killpg(restarted.pid, signal.SIGKILL)
+            restarted.wait(30)
+    assert restarted.returncode == 0, out[-3000:]
+    values = sorted(int(m.body) for m in pull_all(ns, topic))
+    assert len(values) == len(set(values)), f"{len(values) - len(set(values))} rows delivered twice"
+    assert values == list(range(3 * rows)), f"{3 * rows - len(set(values))} rows missing"
+    query_dir = next(txlog.iterdir())
+    assert all((query_dir / f"{b}.done").exists() for b in range(3))
+    print(f"killed with {partial} of {rows} rows of batch 0 committed; after restart {len(values)} rows, 0 duplicates")

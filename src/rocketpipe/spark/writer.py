@@ -36,7 +36,7 @@ Where code runs (``spark-python-datasource.md`` §1.5):
 * **Driver** (planner process): ``RocketMQDataSource.writer`` / ``streamWriter`` validate the
   options and the schema into a :class:`ColumnPlan`; the writer object is pickled to executors.
   ``commit`` / ``abort`` run in yet another process on a *fresh* writer (for streams it is
-  rebuilt for every commit), so they only log: they hold no state and do no I/O.
+  rebuilt for every commit): they hold no state; at-least-once they only log.
 * **Executors**: ``write()`` opens a :class:`~rocketpipe.client.Producer` on a private event-loop
   thread, groups rows per (topic[, queue]) into ``SEND_BATCH_MESSAGE`` requests of at most
   ``batchSize`` messages / ``batchBytes`` encoded bytes (a message too big for a batch request
@@ -44,7 +44,7 @@ Where code runs (``spark-python-datasource.md`` §1.5):
   ``maxInFlight`` requests outstanding while it converts the next rows, waits for every answer
   and returns a :class:`RocketMQCommitMessage` with counts.
 
-**Delivery is at-least-once.** A message is visible to consumers once its send succeeds; a task
+**Delivery is at-least-once by default.** A message is visible to consumers once its send succeeds; a task
 or micro-batch that fails after some sends and is retried sends those rows again, and ``abort``
 cannot take messages back. Streaming writes give every message a deterministic ``UNIQ_KEY``
 (the client-side msgId) derived from (query id, batch id, partition id, row index)
@@ -53,6 +53,12 @@ can drop duplicates by msgId (provided the query's input partitioning is determi
 for file, rate and rocketmq sources). Batch writes do the same from (a write id made once per
 ``save()`` on the driver, partition id, row index): a retried task re-sends the msgIds of its
 first attempt, so its duplicates can be told apart.
+
+**Exactly-once** (``deliveryGuarantee=exactly-once``, :mod:`rocketpipe.spark.transactional`):
+tasks send every row as a transactional half message (one per request, ``HALF_CONCURRENCY``
+outstanding) and return the halves in their commit message; a failed task rolls its own back.
+The driver's ``commit`` ends them with acknowledged COMMITs (streams through the decision log of
+``transactionLogDir``), ``abort`` with ROLLBACK: here ``commit`` / ``abort`` do I/O.
 
 Imports: pyspark, pyarrow, :mod:`rocketpipe.client` (``Producer``: ``send_batch`` and, for an
 explicit ``queue_id``, ``send(msg, queue=mq)`` / ``send_batch(msgs, queue=mq)``;
