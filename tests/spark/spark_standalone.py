@@ -109,13 +109,25 @@ class Standalone:
             return 0
 
     def submit(
-        self, args: Sequence[str], *, log: Path, timeout: float = 120.0, env: dict[str, str] | None = None
+        self,
+        args: Sequence[str],
+        *,
+        log: Path,
+        timeout: float = 120.0,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """Run ``spark-submit --master <master_url> *args``; stdout and stderr go to ``log`` too."""
+        """Run ``spark-submit --master <master_url> *args`` (in ``cwd``); stdout and stderr go to ``log`` too."""
         cmd = [str(spark_home() / "bin" / "spark-submit"), "--master", self.master_url, *args]
         with log.open("w") as out:
             proc = subprocess.Popen(
-                cmd, env=env or self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, text=True
+                cmd,
+                env=env or self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                text=True,
+                cwd=cwd,
             )
             try:
                 proc.wait(timeout=timeout)
