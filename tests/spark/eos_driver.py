@@ -1,8 +1,10 @@
 """A Spark driver for the exactly-once kill test: a file-source stream into the rocketmq sink
 with ``deliveryGuarantee=exactly-once``, ``AvailableNow``, one file per micro-batch.
 
-Usage: ``python eos_driver.py NAMESRV TOPIC SOURCE_DIR CHECKPOINT TRANSACTION_LOG``; prints the
-query id and exits 0 once the query has read every file. The test SIGKILLs it mid-commit.
+Usage: ``python eos_driver.py NAMESRV TOPIC SOURCE_DIR CHECKPOINT TRANSACTION_LOG [MASTER]``
+(default master ``local[2]``; ``local[2,4]`` retries a failed task up to 3 times); prints the
+query id and exits 0 once the query has read every file. The tests SIGKILL it mid-commit, or
+its Python workers mid-write.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ import rocketpipe.spark
 
 def main() -> None:
     ns, topic, src, ckpt, txlog = sys.argv[1:6]
+    master = sys.argv[6] if len(sys.argv) > 6 else "local[2]"
     spark = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.master(master)
         .appName("rocketpipe-eos-kill")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")

@@ -7,6 +7,7 @@ driver and the tasks ended.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -255,3 +256,74 @@ def test_driver_killed_mid_commit_then_restarted_delivers_each_row_once(ns: str,
     query_dir = next(txlog.iterdir())
     assert all((query_dir / f"{b}.done").exists() for b in range(3))
     print(f"killed with {partial} of {rows} rows of batch 0 committed; after restart {len(values)} rows, 0 duplicates")
+
+
+HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+
+
+def _halves_stored(cluster: ThreadedCluster) -> int:
+    assert cluster.cluster is not None
+    return cluster.cluster.brokers[0].store.get_max_offset(HALF_TOPIC, 0)
+
+
+def _python_workers(session: int) -> list[int]:
+    """Pids of the Python workers that ``pyspark.daemon`` forked in process session ``session``."""
+    procs: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue  # exited meanwhile
+        pid, ppid, sid = int(stat.parent.name), int(fields[1]), int(fields[3])
+        if sid == session and b"pyspark.daemon" in cmdline:
+            procs[pid] = ppid
+    return [pid for pid, ppid in procs.items() if ppid in procs]
+
+
+def test_python_workers_killed_mid_write_are_retried_and_deliver_each_row_once(
+    ns: str, cluster: ThreadedCluster, tmp_path: Path
+) -> None:
+    """SIGKILL of every Python worker of the driver's Spark (``local[2,4]``: a failed task is
+    retried) while the first micro-batch's halves are being sent: the killed attempts' halves are
+    never committed, the retries' are; each of the 2 x 5,000 rows is read back once."""
+    rows = 5_000
+    topic = _topic("EosExecKill", ns, 4)
+    src, ckpt, txlog = tmp_path / "in", tmp_path / "ckpt", tmp_path / "txlog"
+    src.mkdir()
+    for k in range(2):
+        (src / f"part-{k}.json").write_text("".join(f'{{"n": {n}}}\n' for n in range(rows * k, rows * (k + 1))))
+    halves_before, (committed_before, _) = _halves_stored(cluster), _ended(cluster)
+
+    driver = _run_driver([ns, topic, str(src), str(ckpt), str(txlog), "local[2,4]"])
+    killed: list[int] = []
+    try:
+
+        def mid_write() -> bool:
+            if driver.poll() is not None:
+                raise AssertionError(f"driver exited before the kill: {driver.communicate()[0][-3000:]}")
+            if list(txlog.glob("*/0.decision")):
+                raise AssertionError("batch 0 reached its commit before the workers were killed")
+            return _halves_stored(cluster) - halves_before >= 500
+
+        wait_until_sync(mid_write, timeout=240, interval=0.01, what="batch 0 halves being sent")
+        for pid in _python_workers(driver.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+        out, _ = driver.communicate(timeout=600)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(30)
+    assert killed, "no Python worker found to kill"
+    assert driver.returncode == 0, out[-3000:]
+    values = sorted(int(m.body) for m in pull_all(ns, topic))
+    assert len(values) == len(set(values)), f"{len(values) - len(set(values))} rows delivered twice"
+    assert values == list(range(2 * rows)), f"{2 * rows - len(set(values))} rows missing"
+    stored = _halves_stored(cluster) - halves_before
+    committed = _ended(cluster)[0] - committed_before
+    assert committed == 2 * rows and stored > 2 * rows, (stored, committed)
+    print(
+        f"killed {len(killed)} workers; {stored} halves stored, {committed} committed, {len(values)} rows, 0 duplicates"
+    )
