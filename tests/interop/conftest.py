@@ -72,7 +72,10 @@ async def target(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     kind = request.param
     if kind == "embedded":
         async with local_cluster(
-            tmp_path / "store", message_delay_level=FAST_DELAY_LEVELS, enable_property_filter=True
+            tmp_path / "store",
+            message_delay_level=FAST_DELAY_LEVELS,
+            enable_property_filter=True,
+            recall_message_enable=True,  # as the Apache 5.x test brokers
         ) as c:
             yield Target(kind, c.namesrv_addr, c.broker_addr, c.broker.config.broker_name)
         return

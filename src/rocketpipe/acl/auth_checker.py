@@ -164,6 +164,8 @@ def authorization_contexts(cmd: RemotingCommand, remote_address: str, cluster_na
                 add(Resource.group(group if group and group.strip() else topic), A.SUB)
             else:
                 add(Resource.topic(topic), A.PUB)
+        elif code == RequestCode.RECALL_MESSAGE:
+            add(Resource.topic(fields.get("topic")), A.PUB)
         elif code == RequestCode.END_TRANSACTION:
             if fields.get("topic", "").strip():
                 add(Resource.topic(fields["topic"]), A.PUB)

@@ -77,6 +77,7 @@ from .processors.lock import LockProcessor
 from .processors.offset import OffsetProcessor
 from .processors.pull import PullProcessor
 from .processors.query import QueryProcessor
+from .processors.recall import RecallProcessor
 from .processors.reply import ReplyProcessor
 from .processors.send import SendProcessor
 from .pull_hold import HeldPull, PullHoldTable
@@ -197,6 +198,7 @@ class Broker:
             self.auth_processor,
             LockProcessor(self),
             QueryProcessor(self),
+            RecallProcessor(self),
         ):
             proc.register(self.router)
         ReplyProcessor(self).register(self.router)

@@ -118,6 +118,10 @@ class BrokerConfig:
         timer_wheel_enable: accept 5.x timer messages (``timerWheelEnable``).
         timer_precision_ms: delivery-time step of timer messages (``timerPrecisionMs``, 1 000).
         timer_max_delay_sec: furthest delivery of a timer message, s (``timerMaxDelaySec``, 3 days).
+        recall_message_enable: serve RECALL_MESSAGE, the recall of a waiting timer message
+            (``recallMessageEnable``, off as in Java 5.3.3).
+        allow_recall_when_broker_not_writeable: recall also while the broker's permission has
+            no write bit (``allowRecallWhenBrokerNotWriteable``, on).
         transaction_timeout: ms a half message waits for its producer's decision before the
             first check-back (``transactionTimeOut``, 6 000).
         transaction_check_max: check-backs of one half before it is discarded to
@@ -239,6 +243,8 @@ class BrokerConfig:
     timer_wheel_enable: bool = True
     timer_precision_ms: int = 1000
     timer_max_delay_sec: int = 3 * 24 * 3600
+    recall_message_enable: bool = False
+    allow_recall_when_broker_not_writeable: bool = True
     # --- message trace ---
     trace_topic_enable: bool = False
     msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"

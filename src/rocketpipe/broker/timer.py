@@ -34,6 +34,7 @@ from typing import Any, Final
 from ..errors import InvalidArgumentError
 from ..protocol import message as pm
 from ..protocol.names import TIMER_TOPIC as TIMER_TOPIC
+from ..protocol.recall import timer_delete_key
 from ..store import MessageInner
 
 __all__ = [
@@ -144,6 +145,8 @@ class TimerDelivery:
         self._recovery: _Recovery | None = None
         #: messages delivered since start
         self.delivered = 0
+        #: messages dropped by a recall since start
+        self.recalled = 0
 
     @property
     def waiting(self) -> int:
@@ -183,25 +186,53 @@ class TimerDelivery:
                 return
 
     def tick(self) -> int:
-        """Scan new timer messages and deliver those due; return how many were delivered."""
+        """Scan new timer messages and deliver those due; return how many were delivered.
+
+        As ``TimerMessageStore``'s dequeue of a slot, the due *delete* messages (recalls, with
+        ``TIMER_DEL_UNIQKEY``) are read first and never delivered; a due message whose
+        ``"<real topic>+<UNIQ_KEY>"`` one of them names is dropped instead of delivered. A
+        failed put stops the tick: that message, the rest and the delete messages wait for the
+        next one.
+        """
         self._scan()
         now = self._now()
         cutoff = now - self._precision  # a step is delivered once it has passed
-        n = 0
         heap = self._heap
+        due: list[tuple[tuple[int, int], pm.MessageExt | None]] = []
         while heap and heap[0][0] <= cutoff:
-            _, offset = heap[0]
-            records, _ = self._read(offset, 1)
-            rec = records[0] if records and records[0].queue_offset == offset else None
+            entry = heapq.heappop(heap)
+            records, _ = self._read(entry[1], 1)
+            due.append((entry, records[0] if records and records[0].queue_offset == entry[1] else None))
+        deletes = {
+            rec.properties[pm.PROPERTY_TIMER_DEL_UNIQKEY]
+            for _, rec in due
+            if rec is not None and pm.PROPERTY_TIMER_DEL_UNIQKEY in rec.properties
+        }
+        n = 0
+        for i, (entry, rec) in enumerate(due):
             if rec is None:
-                log.error("timer message at queue offset %d is gone (retention); not delivered", offset)
-            elif not self._deliver(rec):
-                break  # put failed: retried next tick
-            heapq.heappop(heap)
+                log.error("timer message at queue offset %d is gone (retention); not delivered", entry[1])
+            elif pm.PROPERTY_TIMER_DEL_UNIQKEY in rec.properties:
+                continue  # a recall: read above, never delivered
+            elif deletes and _delete_key(rec) in deletes:
+                self.recalled += 1
+                continue
+            elif not self._deliver(rec):  # put failed: retried next tick, with the recalls
+                for later, _ in due[i:]:
+                    heapq.heappush(heap, later)
+                for marker, marker_rec in due[:i]:
+                    if marker_rec is not None and pm.PROPERTY_TIMER_DEL_UNIQKEY in marker_rec.properties:
+                        heapq.heappush(heap, marker)
+                break
             n += 1
         self.watermark = min(heap[0][0], cutoff + 1) if heap else cutoff + 1
         self.delivered += n
         return n
+
+
+def _delete_key(r: pm.MessageExt) -> str:
+    """The ``TIMER_DEL_UNIQKEY`` a recall of ``r`` carries (``buildDeleteKey(realTopic, uniqKey)``)."""
+    return timer_delete_key(r.properties.get(pm.PROPERTY_REAL_TOPIC) or r.topic, r.msg_id)
 
 
 def _due_ms(r: pm.MessageExt) -> int:

@@ -37,7 +37,12 @@ from ..protocol.headers.offset import (
 )
 from ..protocol.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
 from ..protocol.headers.route import GetRouteInfoRequestHeader
-from ..protocol.headers.send import SendMessageRequestHeaderV2, SendMessageResponseHeader
+from ..protocol.headers.send import (
+    RecallMessageRequestHeader,
+    RecallMessageResponseHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+)
 from ..protocol.headers.transaction import EndTransactionRequestHeader
 from ..protocol.message import PROPERTY_MESSAGE_TYPE, REPLY_MESSAGE_FLAG, MessageQueue
 
@@ -130,6 +135,8 @@ class SendResult:
         transaction_id: the broker's ``transactionId`` field, if any.
         region_id: ``MSG_REGION`` of the broker.
         trace_on: ``TRACE_ON`` of the broker.
+        recall_handle: 5.3.1+ brokers, for a timer message: the handle that
+            :meth:`~rocketpipe.client.Producer.recall_message` takes back (else None).
     """
 
     send_status: SendStatus
@@ -140,6 +147,7 @@ class SendResult:
     transaction_id: str | None = None
     region_id: str | None = None
     trace_on: bool = True
+    recall_handle: str | None = None
 
 
 async def send_message(
@@ -236,7 +244,23 @@ def send_result(resp: RemotingCommand, mq: MessageQueue, msg_id: str) -> SendRes
         transaction_id=get("transactionId"),
         region_id=get("MSG_REGION"),
         trace_on=get("TRACE_ON", "true").lower() != "false",
+        recall_handle=get("recallHandle"),
     )
+
+
+async def recall_message(req: Requester, addr: str, header: RecallMessageRequestHeader, timeout: float) -> str:
+    """RECALL_MESSAGE (370) to a broker (``MQClientAPIImpl.recallMessage``).
+
+    Returns:
+        The recalled message's ``UNIQ_KEY`` (the response's ``msgId``).
+
+    Raises:
+        BrokerError: the broker refused (NO_PERMISSION when recall is off, ILLEGAL_OPERATION for
+            a bad or expired handle, ...); TransportError: network.
+    """
+    cmd = RemotingCommand.request(RequestCode.RECALL_MESSAGE, header.to_ext_fields())
+    resp = _check(await req.request(addr, cmd, timeout))
+    return RecallMessageResponseHeader.from_ext_fields(resp.ext_fields).msg_id or ""
 
 
 def send_code(properties: dict[str, str], batch: bool) -> RequestCode:

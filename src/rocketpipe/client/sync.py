@@ -208,6 +208,10 @@ class SyncProducer:
         """See :meth:`Producer.send_batch`."""
         return self._portal.call(lambda p: p.send_batch(msgs, queue=queue, timeout=timeout))
 
+    def recall_message(self, topic: str, recall_handle: str) -> str:
+        """See :meth:`Producer.recall_message`."""
+        return self._portal.call(lambda p: p.recall_message(topic, recall_handle))
+
     def send_oneway(self, msg: Message) -> None:
         """See :meth:`Producer.send_oneway`."""
         self._portal.call(lambda p: p.send_oneway(msg))

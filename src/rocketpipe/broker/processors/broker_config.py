@@ -89,6 +89,8 @@ RUNTIME_KEYS: Final[dict[str, RuntimeKey]] = {
         RuntimeKey("store_reply_message_enable"),
         RuntimeKey("timer_precision_ms"),
         RuntimeKey("timer_max_delay_sec"),
+        RuntimeKey("recall_message_enable"),
+        RuntimeKey("allow_recall_when_broker_not_writeable"),
         RuntimeKey("max_message_size", in_store=True),
         RuntimeKey("max_transfer_count_on_message_in_memory", in_store=True),
         RuntimeKey("max_transfer_bytes_on_message_in_memory", in_store=True),

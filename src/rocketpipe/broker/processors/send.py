@@ -22,6 +22,8 @@ from ...protocol.headers.send import (
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
 )
+from ...protocol.names import RETRY_GROUP_TOPIC_PREFIX, TIMER_TOPIC
+from ...protocol.recall import build_recall_handle
 from ...store import MessageInner, PutResult, PutStatus
 from ...store.disk import disk_util
 from ...transport import DEFER, Connection, Router
@@ -52,14 +54,15 @@ _TOPIC_SYS_FLAG_UNIT = 0x1
 
 def put_status_code(status: PutStatus | str) -> ResponseCode:
     """Map a store put status to a send response code (``SendMessageProcessor.handlePutMessageResult``)."""
-    return _PUT_STATUS_CODES.get(_status_name(status), ResponseCode.SYSTEM_ERROR)
+    return _PUT_STATUS_CODES.get(status_name(status), ResponseCode.SYSTEM_ERROR)
 
 
 #: PutStatus -> name (``Enum.name`` is a descriptor call; this is a dict hit on the hot path)
 _STATUS_NAMES: dict[object, str] = {st: st.name for st in PutStatus}
 
 
-def _status_name(status: PutStatus | str) -> str:
+def status_name(status: PutStatus | str) -> str:
+    """Java's ``PutMessageStatus`` name of a put status."""
     name = _STATUS_NAMES.get(status)
     if name is not None:
         return name
@@ -232,7 +235,7 @@ class SendProcessor:
             result = b.put_messages(inners)
         else:
             result = b.put_message(inners[0])
-        status = _status_name(result.status)
+        status = status_name(result.status)
         if status == "PUT_OK":
             wait = inners[0].get_property(pm.PROPERTY_WAIT_STORE_MSG_OK) != "false"
             if wait and b.config.flush_disk_type == "SYNC_FLUSH":
@@ -273,11 +276,26 @@ class SendProcessor:
             "queueOffset": str(result.queue_offset),
         }
         if not is_batch:
-            uniq = inners[0].get_property(pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+            inner = inners[0]
+            uniq = inner.get_property(pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
             if uniq:
                 ext["transactionId"] = uniq
+            if inner.topic == TIMER_TOPIC:
+                handle = self._recall_handle(inner, uniq)
+                if handle is not None:
+                    ext["recallHandle"] = handle
         ext.update(ext_extra)
         return cmd.response(int(code), None if code == ResponseCode.SUCCESS else status, ext)
+
+    def _recall_handle(self, inner: MessageInner, uniq: str | None) -> str | None:
+        """``SendMessageProcessor.attachRecallHandle`` for a stored timer message: the handle of
+        its real topic, this broker, ``TIMER_OUT_MS`` + 1 and its ``UNIQ_KEY``; none for a
+        ``%RETRY%`` topic (batches and send-backs never get here)."""
+        due = inner.get_property(pm.PROPERTY_TIMER_OUT_MS)
+        real_topic = inner.get_property(pm.PROPERTY_REAL_TOPIC)
+        if due is None or real_topic is None or real_topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return None
+        return build_recall_handle(real_topic, self.broker.config.broker_name, str(int(due) + 1), uniq or "null")
 
     def _check_and_send(
         self, cmd: RemotingCommand, conn: Connection, h: SendMessageRequestHeader | _SendHeader
@@ -591,8 +609,8 @@ class SendProcessor:
             record.born_timestamp, record.born_host, decision.reconsume_times,
         )  # fmt: skip
         result: PutResult = b.put_message(b.apply_delay(inner))
-        if _status_name(result.status) != "PUT_OK":
-            return error(cmd, ResponseCode.SYSTEM_ERROR, _status_name(result.status))
+        if status_name(result.status) != "PUT_OK":
+            return error(cmd, ResponseCode.SYSTEM_ERROR, status_name(result.status))
         log.debug(
             "send back group=%s offset=%s to topic=%s queue=%d level=%d reconsume=%d",
             group,
@@ -605,7 +623,7 @@ class SendProcessor:
         return cmd.response(ResponseCode.SUCCESS)
 
 
-__all__ = ["SendProcessor", "put_status_code"]
+__all__ = ["SendProcessor", "put_status_code", "status_name"]
 
 
 _UNIQ_PAIR: Final = pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX + "\x01"

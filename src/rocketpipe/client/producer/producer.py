@@ -42,7 +42,7 @@ from ...errors import (
 )
 from ...protocol.codes import RequestCode
 from ...protocol.compression import compress_zlib
-from ...protocol.headers.send import SendMessageRequestHeaderV2
+from ...protocol.headers.send import RecallMessageRequestHeader, SendMessageRequestHeaderV2
 from ...protocol.message import (
     PROPERTY_CORRELATION_ID,
     PROPERTY_MAX_RECONSUME_TIMES,
@@ -64,6 +64,7 @@ from ...protocol.names import (
     SCHEDULE_TOPIC,
     is_retry_topic,
 )
+from ...protocol.recall import decode_recall_handle
 from ...protocol.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
 from .. import rpc
 from ..config import ClientConfig
@@ -624,6 +625,48 @@ class Producer:
         if tracer is not None:
             tracer.on_sent(mq.topic, props, addr, len(body), begin, result)
         return result
+
+    async def recall_message(self, topic: str, recall_handle: str) -> str:
+        """Take back a timer message before its delivery time (5.3.1+ brokers).
+
+        Mirrors ``DefaultMQProducer.recallMessage`` / ``DefaultMQProducerImpl.recallMessage``:
+        the handle (``SendResult.recall_handle`` of the timer message's send) names the broker;
+        RECALL_MESSAGE goes to that broker's master, or to a broker of ``topic``'s route when the
+        name is not known (a proxy endpoint). The broker stores a delete timer message and the
+        original is never delivered.
+
+        Args:
+            topic: the message's topic.
+            recall_handle: from the send result.
+
+        Returns:
+            The recalled message's ``UNIQ_KEY``.
+
+        Raises:
+            InvalidArgumentError: a bad topic, a ``%RETRY%`` / ``%DLQ%`` topic ("topic is not
+                supported"), or a handle that does not decode ("recall handle is invalid").
+            BrokerError: the broker refused (NO_PERMISSION when its ``recallMessageEnable`` is
+                off; ILLEGAL_OPERATION when the time has passed or the handle is another
+                topic's); TopicNotExistError / TransportError / RequestTimeoutError.
+        """
+        if not self._started or self._closed:
+            await self.start()
+        check_topic(topic)
+        if is_retry_topic(topic) or topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
+            raise InvalidArgumentError("topic is not supported")
+        handle = decode_recall_handle(recall_handle)
+        rt = self._runtime
+        route = await rt.route(topic)
+        # Java's findBrokerAddressInPublish, else findBrokerAddrByTopic (a broker of the route)
+        addr = rt.find_broker_addr(handle.broker_name) or next(
+            (a for bd in route.broker_datas or () if (a := bd.select_broker_addr())), None
+        )
+        if not addr:
+            raise RocketMQError(f"The broker service address not found: {handle.broker_name}")
+        header = RecallMessageRequestHeader(
+            producer_group=self.producer_group, topic=topic, recall_handle=recall_handle, bname=handle.broker_name
+        )
+        return await rpc.recall_message(rt.pool, addr, header, self.send_msg_timeout)
 
     async def send_batch(
         self, msgs: list[Message], *, queue: MessageQueue | None = None, timeout: float | None = None

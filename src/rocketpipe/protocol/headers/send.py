@@ -15,6 +15,8 @@ from ..codes import RequestCode
 from .base import REQUEST_HEADERS, CommandHeader, TopicRequestHeader, wire
 
 __all__ = [
+    "RecallMessageRequestHeader",
+    "RecallMessageResponseHeader",
     "ReplyMessageRequestHeader",
     "SendMessageRequestHeader",
     "SendMessageRequestHeaderV2",
@@ -186,3 +188,32 @@ class ReplyMessageRequestHeader(TopicRequestHeader):
 
 
 REQUEST_HEADERS[int(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT)] = ReplyMessageRequestHeader
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecallMessageRequestHeader(TopicRequestHeader):
+    """RECALL_MESSAGE (370, 5.3.1+) request (Java ``RecallMessageRequestHeader``).
+
+    Attributes:
+        producer_group: the recalling producer's group (optional).
+        topic: the delayed message's topic (required).
+        recall_handle: the handle of the send result (required;
+            :func:`~rocketpipe.protocol.recall.decode_recall_handle`).
+    """
+
+    REQUEST_CODE: ClassVar[int] = RequestCode.RECALL_MESSAGE
+
+    producer_group: str | None = wire("producerGroup")
+    topic: str | None = wire("topic", required=True)
+    recall_handle: str | None = wire("recallHandle", required=True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecallMessageResponseHeader(CommandHeader):
+    """RECALL_MESSAGE response (Java ``RecallMessageResponseHeader``).
+
+    Attributes:
+        msg_id: the recalled message's ``UNIQ_KEY`` (required).
+    """
+
+    msg_id: str | None = wire("msgId", required=True)
