@@ -33,20 +33,32 @@ def raw_message(topic: str, body: str, *, group: str = "", deliver_at_ms: int = 
     return pb.Message(topic=pb.Resource(name=topic), body=body.encode(), system_properties=sp)
 
 
-async def raw_send(endpoint: str, messages: list[pb.Message], timeout: float = 10.0) -> spb.SendMessageResponse:
-    """One SendMessage to ``endpoint`` (``host:port``, plain HTTP/2) with the SDK's headers."""
-    metadata = (
+def _metadata() -> tuple[tuple[str, str], ...]:
+    return (
         ("x-mq-language", "PYTHON"),
         ("x-mq-protocol", "GRPC_V2"),
         ("x-mq-client-version", "5.1.2"),
         ("x-mq-request-id", str(uuid.uuid4())),
         ("x-mq-client-id", f"raw-{uuid.uuid4()}"),
     )
+
+
+async def raw_send(endpoint: str, messages: list[pb.Message], timeout: float = 10.0) -> spb.SendMessageResponse:
+    """One SendMessage to ``endpoint`` (``host:port``, plain HTTP/2) with the SDK's headers."""
     async with grpc.aio.insecure_channel(endpoint) as channel:
         stub = sgrpc.MessagingServiceStub(channel)
         response: spb.SendMessageResponse = await stub.SendMessage(
-            spb.SendMessageRequest(messages=messages), timeout=timeout, metadata=metadata
+            spb.SendMessageRequest(messages=messages), timeout=timeout, metadata=_metadata()
         )
+    return response
+
+
+async def raw_recall(endpoint: str, topic: str, recall_handle: str, timeout: float = 10.0) -> spb.RecallMessageResponse:
+    """One RecallMessage to ``endpoint`` with the SDK's headers (the Python SDK 5.1.2 has no recall call)."""
+    async with grpc.aio.insecure_channel(endpoint) as channel:
+        stub = sgrpc.MessagingServiceStub(channel)
+        request = spb.RecallMessageRequest(topic=pb.Resource(name=topic), recall_handle=recall_handle)
+        response: spb.RecallMessageResponse = await stub.RecallMessage(request, timeout=timeout, metadata=_metadata())
     return response
 
 

@@ -3,7 +3,8 @@ with rocketpipe's client (``grpc.aio``, in the caller's event loop).
 
 Served: QueryRoute, QueryAssignment, Heartbeat, Telemetry (client settings; the brokers'
 transaction check-backs as ``RecoverOrphanedTransactionCommand``), SendMessage (normal,
-message-group, timer and transactional half messages; one message or a batch), EndTransaction
+message-group, timer and transactional half messages; one message or a batch; timer messages'
+entries carry the broker's recall handle), RecallMessage, EndTransaction
 (:mod:`.transaction`), NotifyClientTermination, and the consumers' ReceiveMessage, AckMessage,
 ChangeInvisibleDuration and ForwardMessageToDeadLetterQueue (:mod:`.consumer`). The other calls
 answer UNIMPLEMENTED (the generated base class's default).
@@ -27,11 +28,13 @@ from rocketmq.grpc_protocol import service_pb2 as spb
 from rocketmq.grpc_protocol import service_pb2_grpc as sgrpc
 
 from ..broker.topics import validate_topic
-from ..client import Admin, Producer
-from ..errors import RocketMQError, TopicNotExistError
+from ..client import Admin, Producer, rpc
+from ..errors import InvalidArgumentError, RocketMQError, TopicNotExistError
 from ..protocol.bodies.admin import SubscriptionGroupConfig
 from ..protocol.bodies.route import TopicRouteData
+from ..protocol.headers.send import RecallMessageRequestHeader
 from ..protocol.message import PROPERTY_TRANSACTION_PREPARED, Message, MessageQueue, java_string_hash
+from ..protocol.recall import decode_recall_handle
 from ..protocol.topic_attributes import TOPIC_MESSAGE_TYPE_ATTRIBUTE, TopicMessageType, topic_message_type
 from . import consumer
 from .channel import ChannelManager, TelemetryChannel
@@ -52,6 +55,8 @@ log = logging.getLogger(__name__)
 #: ProxyConfig defaults (5.3.3): maxMessageSize, grpcClientProducerMaxAttempts,
 #: grpcClientProducerBackoff{Initial,Max}Millis, grpcClientProducerBackoffMultiplier.
 MAX_MESSAGE_SIZE: Final = 4 * 1024 * 1024
+#: RecallMessageActivity's timeout of the broker call, seconds (``Duration.ofSeconds(2)``).
+RECALL_TIMEOUT_S: Final = 2.0
 PRODUCER_MAX_ATTEMPTS: Final = 3
 PRODUCER_BACKOFF_INITIAL_MS: Final = 10
 PRODUCER_BACKOFF_MAX_MS: Final = 1000
@@ -419,10 +424,43 @@ class MessagingService(sgrpc.MessagingServiceServicer):  # type: ignore[misc]
                 message_id=msg_id,
                 transaction_id=result.transaction_id or "",
                 offset=result.queue_offset + i,
+                recall_handle=result.recall_handle or "",
             )
             for i, msg_id in enumerate(ids)
         ]
         return spb.SendMessageResponse(status=status(OK), entries=entries)
+
+    async def RecallMessage(self, request: spb.RecallMessageRequest, context: Any) -> spb.RecallMessageResponse:
+        """Recall a timer message before its delivery time (``RecallMessageActivity`` →
+        ``ProducerProcessor.recallMessage``): the topic must be valid and, with the message type
+        check on, of type DELAY; RECALL_MESSAGE goes to the broker the handle names, without a
+        producer group, with a 2 s timeout. Answers the recalled message id."""
+        try:
+            msg_id = await self._recall(request)
+        except Exception as exc:
+            if not isinstance(exc, (GrpcError, RocketMQError)):
+                log.exception("gRPC RecallMessage failed")
+            return spb.RecallMessageResponse(status=error_status(exc))
+        return spb.RecallMessageResponse(status=status(OK), message_id=msg_id)
+
+    async def _recall(self, request: spb.RecallMessageRequest) -> str:
+        topic = request.topic.name
+        problem = validate_topic(topic)
+        if problem is not None:
+            raise GrpcError(pb.Code.ILLEGAL_TOPIC, problem)
+        if self.enable_topic_message_type_check:
+            try:
+                validate(await self.topic_types.get(topic), TopicMessageType.DELAY)
+            except TopicMessageTypeMismatchError as exc:
+                raise GrpcError(pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, STATUS_MESSAGE_PREFIX + str(exc)) from None
+        try:
+            handle = decode_recall_handle(request.recall_handle)
+        except InvalidArgumentError as exc:  # Java: ProxyException(INTERNAL_SERVER_ERROR, e.getMessage())
+            raise GrpcError(pb.Code.INTERNAL_SERVER_ERROR, STATUS_MESSAGE_PREFIX + str(exc)) from None
+        rt = self.admin.runtime
+        addr = rt.find_broker_addr(handle.broker_name) or await rt.find_master_addr(handle.broker_name, topic)
+        header = RecallMessageRequestHeader(topic=topic, recall_handle=request.recall_handle, bname=handle.broker_name)
+        return await rpc.recall_message(rt.pool, addr, header, RECALL_TIMEOUT_S)
 
     # ------------------------------------------------------------------ transactions
     async def EndTransaction(self, request: spb.EndTransactionRequest, context: Any) -> spb.EndTransactionResponse:

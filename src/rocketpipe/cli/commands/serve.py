@@ -529,6 +529,13 @@ def serve(
             help="Checks of one half message before it is discarded to TRANS_CHECK_MAX_TIME_TOPIC (transactionCheckMax).",
         ),
     ] = 15,
+    recall_message_enable: Annotated[
+        bool,
+        typer.Option(
+            "--recall-message-enable",
+            help="Serve RECALL_MESSAGE: producers may take back a timer message before its time (recallMessageEnable, off as Java).",
+        ),
+    ] = False,
     clean_file_forcibly: Annotated[
         bool,
         typer.Option(
@@ -825,6 +832,7 @@ def serve(
             transaction_check_interval=transaction_check_interval,
             transaction_timeout=transaction_timeout,
             transaction_check_max=transaction_check_max,
+            recall_message_enable=recall_message_enable,
             acl_enable=acl_enable,
             acl_file=acl_path if acl_enable else None,
             authentication_enabled=authentication_enabled,
