@@ -2,7 +2,6 @@ package io.rocketpipe.interop.grpc;
 
 import java.nio.charset.StandardCharsets;
 import java.util.List;
-import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.producer.Producer;
 
 /**
@@ -17,24 +16,21 @@ public final class DelayScenario {
     private DelayScenario() {}
 
     public static void main(String[] args) throws Exception {
-        String endpoint = args[0];
-        String topic = args[1];
-        String group = args[2];
-        long delayMs = Long.parseLong(args[3]);
-        ClientServiceProvider provider = ClientServiceProvider.loadService();
+        Out.Run run = Out.run(args);
+        long delayMs = run.number(3);
         String id;
         long deliverAt;
         long sentAt;
-        try (Producer producer = Out.producer(provider, endpoint, topic)) {
+        try (Producer producer = Out.producer(run.provider(), run.endpoint(), run.topic())) {
             deliverAt = System.currentTimeMillis() + delayMs;
-            id = producer.send(provider.newMessageBuilder()
-                .setTopic(topic)
+            id = producer.send(run.provider().newMessageBuilder()
+                .setTopic(run.topic())
                 .setDeliveryTimestamp(deliverAt)
                 .setBody("later".getBytes(StandardCharsets.UTF_8))
                 .build()).getMessageId().toString();
             sentAt = System.currentTimeMillis();
         }
-        List<String> received = Receive.receive(provider, endpoint, group, topic, 1);
+        List<String> received = Receive.receive(run.provider(), run.endpoint(), run.group(), run.topic(), 1);
         Out.finish("{\"id\":" + Out.quote(id) + ",\"deliverAt\":" + deliverAt + ",\"sentAt\":" + sentAt
             + ",\"received\":" + Out.array(received) + "}");
     }

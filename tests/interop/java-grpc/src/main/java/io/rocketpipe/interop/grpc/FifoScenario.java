@@ -3,7 +3,6 @@ package io.rocketpipe.interop.grpc;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.producer.Producer;
 
 /**
@@ -18,23 +17,20 @@ public final class FifoScenario {
     private FifoScenario() {}
 
     public static void main(String[] args) throws Exception {
-        String endpoint = args[0];
-        String topic = args[1];
-        String group = args[2];
-        ClientServiceProvider provider = ClientServiceProvider.loadService();
+        Out.Run run = Out.run(args);
         List<String> sent = new ArrayList<>();
-        try (Producer producer = Out.producer(provider, endpoint, topic)) {
+        try (Producer producer = Out.producer(run.provider(), run.endpoint(), run.topic())) {
             for (int i = 0; i < 5; i++) {
                 for (String messageGroup : new String[] {"ga", "gb"}) {
-                    sent.add(producer.send(provider.newMessageBuilder()
-                        .setTopic(topic)
+                    sent.add(producer.send(run.provider().newMessageBuilder()
+                        .setTopic(run.topic())
                         .setMessageGroup(messageGroup)
                         .setBody((messageGroup + "-" + i).getBytes(StandardCharsets.UTF_8))
                         .build()).getMessageId().toString());
                 }
             }
         }
-        List<String> received = Receive.receive(provider, endpoint, group, topic, 10);
+        List<String> received = Receive.receive(run.provider(), run.endpoint(), run.group(), run.topic(), 10);
         Out.finish("{\"sent\":" + Out.strings(sent) + ",\"received\":" + Out.array(received) + "}");
     }
 }

@@ -3,7 +3,6 @@ package io.rocketpipe.interop.grpc;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.message.Message;
 import org.apache.rocketmq.client.apis.producer.Producer;
 
@@ -19,16 +18,13 @@ public final class NormalScenario {
     private NormalScenario() {}
 
     public static void main(String[] args) throws Exception {
-        String endpoint = args[0];
-        String topic = args[1];
-        String group = args[2];
-        int n = Integer.parseInt(args[3]);
-        ClientServiceProvider provider = ClientServiceProvider.loadService();
+        Out.Run run = Out.run(args);
+        int n = (int) run.number(3);
         List<String> sent = new ArrayList<>();
-        try (Producer producer = Out.producer(provider, endpoint, topic)) {
+        try (Producer producer = Out.producer(run.provider(), run.endpoint(), run.topic())) {
             for (int i = 0; i < n; i++) {
-                Message message = provider.newMessageBuilder()
-                    .setTopic(topic)
+                Message message = run.provider().newMessageBuilder()
+                    .setTopic(run.topic())
                     .setTag("TagA")
                     .setKeys("k" + i)
                     .addProperty("n", String.valueOf(i))
@@ -37,7 +33,7 @@ public final class NormalScenario {
                 sent.add(producer.send(message).getMessageId().toString());
             }
         }
-        List<String> received = Receive.receive(provider, endpoint, group, topic, n);
+        List<String> received = Receive.receive(run.provider(), run.endpoint(), run.group(), run.topic(), n);
         Out.finish("{\"sent\":" + Out.strings(sent) + ",\"received\":" + Out.array(received) + "}");
     }
 }

@@ -12,9 +12,23 @@ import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.message.MessageView;
 import org.apache.rocketmq.client.apis.producer.Producer;
 
-/** What the scenarios share: the client configuration, a producer and their one JSON line. */
+/** What the scenarios share: their arguments, the client configuration, a producer and their one JSON line. */
 final class Out {
     private Out() {}
+
+    /**
+     * The arguments every scenario starts with ({@code endpoint topic group}, then its own from
+     * index 3) and the client provider.
+     */
+    record Run(ClientServiceProvider provider, String endpoint, String topic, String group, String[] args) {
+        long number(int index) {
+            return Long.parseLong(args[index]);
+        }
+    }
+
+    static Run run(String[] args) {
+        return new Run(ClientServiceProvider.loadService(), args[0], args[1], args[2], args);
+    }
 
     /** Plain HTTP/2 to {@code endpoint}, requests time out after 10 s. */
     static ClientConfiguration config(String endpoint) {

@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
 import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
@@ -25,16 +24,13 @@ public final class PushConsumerScenario {
     private PushConsumerScenario() {}
 
     public static void main(String[] args) throws Exception {
-        String endpoint = args[0];
-        String topic = args[1];
-        String group = args[2];
-        int n = Integer.parseInt(args[3]);
-        ClientServiceProvider provider = ClientServiceProvider.loadService();
+        Out.Run run = Out.run(args);
+        int n = (int) run.number(3);
         List<String> sent = new ArrayList<>();
-        try (Producer producer = Out.producer(provider, endpoint, topic)) {
+        try (Producer producer = Out.producer(run.provider(), run.endpoint(), run.topic())) {
             for (int i = 0; i < n; i++) {
-                sent.add(producer.send(provider.newMessageBuilder()
-                    .setTopic(topic)
+                sent.add(producer.send(run.provider().newMessageBuilder()
+                    .setTopic(run.topic())
                     .setTag("TagA")
                     .setBody(("p" + i).getBytes(StandardCharsets.UTF_8))
                     .build()).getMessageId().toString());
@@ -42,10 +38,10 @@ public final class PushConsumerScenario {
         }
         ConcurrentHashMap<String, List<Integer>> seen = new ConcurrentHashMap<>();
         CountDownLatch all = new CountDownLatch(n);
-        try (PushConsumer consumer = provider.newPushConsumerBuilder()
-            .setClientConfiguration(Out.config(endpoint))
-            .setConsumerGroup(group)
-            .setSubscriptionExpressions(Collections.singletonMap(topic, new FilterExpression("*", FilterExpressionType.TAG)))
+        try (PushConsumer consumer = run.provider().newPushConsumerBuilder()
+            .setClientConfiguration(Out.config(run.endpoint()))
+            .setConsumerGroup(run.group())
+            .setSubscriptionExpressions(Collections.singletonMap(run.topic(), new FilterExpression("*", FilterExpressionType.TAG)))
             .setMessageListener(view -> {
                 List<Integer> attempts = seen.computeIfAbsent(Out.body(view), k -> Collections.synchronizedList(new ArrayList<>()));
                 attempts.add(view.getDeliveryAttempt());

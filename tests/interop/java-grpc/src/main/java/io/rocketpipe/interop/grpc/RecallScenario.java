@@ -2,7 +2,6 @@ package io.rocketpipe.interop.grpc;
 
 import java.nio.charset.StandardCharsets;
 import java.util.List;
-import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.producer.Producer;
 import org.apache.rocketmq.client.apis.producer.SendReceipt;
 
@@ -20,19 +19,16 @@ public final class RecallScenario {
     private RecallScenario() {}
 
     public static void main(String[] args) throws Exception {
-        String endpoint = args[0];
-        String topic = args[1];
-        String group = args[2];
-        long delayMs = Long.parseLong(args[3]);
-        ClientServiceProvider provider = ClientServiceProvider.loadService();
+        Out.Run run = Out.run(args);
+        long delayMs = run.number(3);
         StringBuilder out = new StringBuilder("{");
-        try (Producer producer = Out.producer(provider, endpoint, topic)) {
+        try (Producer producer = Out.producer(run.provider(), run.endpoint(), run.topic())) {
             long deliverAt = System.currentTimeMillis() + delayMs;
             String[] bodies = {"kept", "gone", "after"};
             SendReceipt gone = null;
             for (String body : bodies) {
-                SendReceipt receipt = producer.send(provider.newMessageBuilder()
-                    .setTopic(topic)
+                SendReceipt receipt = producer.send(run.provider().newMessageBuilder()
+                    .setTopic(run.topic())
                     .setDeliveryTimestamp(body.equals("after") ? deliverAt + 2000 : deliverAt)
                     .setBody(body.getBytes(StandardCharsets.UTF_8))
                     .build());
@@ -42,11 +38,11 @@ public final class RecallScenario {
                 if (body.equals("gone")) {
                     gone = receipt;
                     out.append("\"recalled\":").append(Out.quote(
-                        producer.recallMessage(topic, gone.getRecallHandle()).getMessageId().toString())).append(',');
+                        producer.recallMessage(run.topic(), gone.getRecallHandle()).getMessageId().toString())).append(',');
                 }
             }
         }
-        List<String> received = Receive.receive(provider, endpoint, group, topic, 2);
+        List<String> received = Receive.receive(run.provider(), run.endpoint(), run.group(), run.topic(), 2);
         Out.finish(out.append("\"received\":").append(Out.array(received)).append('}').toString());
     }
 }

@@ -4,7 +4,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.producer.Producer;
 import org.apache.rocketmq.client.apis.producer.Transaction;
 import org.apache.rocketmq.client.apis.producer.TransactionResolution;
@@ -22,15 +21,12 @@ public final class TransactionScenario {
     private TransactionScenario() {}
 
     public static void main(String[] args) throws Exception {
-        String endpoint = args[0];
-        String topic = args[1];
-        String group = args[2];
-        ClientServiceProvider provider = ClientServiceProvider.loadService();
+        Out.Run run = Out.run(args);
         List<String> checks = Collections.synchronizedList(new ArrayList<>());
         List<String> sent = new ArrayList<>();
-        try (Producer producer = provider.newProducerBuilder()
-            .setClientConfiguration(Out.config(endpoint))
-            .setTopics(topic)
+        try (Producer producer = run.provider().newProducerBuilder()
+            .setClientConfiguration(Out.config(run.endpoint()))
+            .setTopics(run.topic())
             .setTransactionChecker(view -> {
                 checks.add(Out.body(view));
                 return TransactionResolution.ROLLBACK;
@@ -38,8 +34,8 @@ public final class TransactionScenario {
             .build()) {
             for (String body : new String[] {"commit-1", "rollback-1", "commit-2"}) {
                 Transaction transaction = producer.beginTransaction();
-                sent.add(producer.send(provider.newMessageBuilder()
-                    .setTopic(topic)
+                sent.add(producer.send(run.provider().newMessageBuilder()
+                    .setTopic(run.topic())
                     .setBody(body.getBytes(StandardCharsets.UTF_8))
                     .build(), transaction).getMessageId().toString());
                 if (body.startsWith("commit")) {
@@ -49,7 +45,7 @@ public final class TransactionScenario {
                 }
             }
         }
-        List<String> received = Receive.receive(provider, endpoint, group, topic, 2);
+        List<String> received = Receive.receive(run.provider(), run.endpoint(), run.group(), run.topic(), 2);
         Out.finish("{\"sent\":" + Out.strings(sent) + ",\"received\":" + Out.array(received)
             + ",\"checks\":" + Out.strings(new ArrayList<>(checks)) + "}");
     }
