@@ -135,7 +135,7 @@ class SendResult:
         transaction_id: the broker's ``transactionId`` field, if any.
         region_id: ``MSG_REGION`` of the broker.
         trace_on: ``TRACE_ON`` of the broker.
-        recall_handle: 5.3.1+ brokers, for a timer message: the handle that
+        recall_handle: 5.3.2+ brokers, for a timer message: the handle that
             :meth:`~rocketpipe.client.Producer.recall_message` takes back (else None).
     """
 

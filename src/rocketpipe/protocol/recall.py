@@ -1,4 +1,4 @@
-"""Recall handles of delayed messages (L1, sans-IO): Java ``RecallMessageHandle`` (5.3.1+).
+"""Recall handles of delayed messages (L1, sans-IO): Java ``RecallMessageHandle`` (5.3.2+).
 
 A broker that stores a timer message (``SendMessageProcessor.attachRecallHandle``; not for
 batches or send-backs, not for ``%RETRY%`` topics) answers the send with a *recall handle*:

@@ -425,7 +425,7 @@ def _broker_conf(version: str, home: Path, namesrv_addr: str, port: int, extra: 
                 # Delivery reads the wheel in memory; only its persistence is less frequent.
                 "timerFlushIntervalMs": "10000",
                 "timerWheelEnable": "true",
-                "recallMessageEnable": "true",  # RECALL_MESSAGE (5.3.1+), off by default
+                "recallMessageEnable": "true",  # RECALL_MESSAGE (5.3.2+), off by default
                 "enableSlaveActingMaster": "false",
                 "enableControllerMode": "false",
                 "metricsExporterType": "DISABLE",

@@ -1,4 +1,4 @@
-"""RECALL_MESSAGE (5.3.1+) on the embedded broker: recall handles in timer messages' send
+"""RECALL_MESSAGE (5.3.2+) on the embedded broker: recall handles in timer messages' send
 responses, the delete timer message a recall stores, the timer dropping the recalled message
 (and never delivering the delete message), Java's refusals; and ``Producer.recall_message``
 over a name server. FakeClock-driven except the client test."""

@@ -1,4 +1,4 @@
-"""RECALL_MESSAGE (370, 5.3.1+): take back a timer message before its delivery time.
+"""RECALL_MESSAGE (370, 5.3.2+): take back a timer message before its delivery time.
 
 Mirrors ``RecallMessageProcessor`` (Apache RocketMQ 5.3.3): the recall handle of the send result
 names the message (topic, broker, delivery step + 1, ``UNIQ_KEY``); the broker stores a *delete*

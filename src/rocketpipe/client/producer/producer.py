@@ -627,7 +627,7 @@ class Producer:
         return result
 
     async def recall_message(self, topic: str, recall_handle: str) -> str:
-        """Take back a timer message before its delivery time (5.3.1+ brokers).
+        """Take back a timer message before its delivery time (5.3.2+ brokers).
 
         Mirrors ``DefaultMQProducer.recallMessage`` / ``DefaultMQProducerImpl.recallMessage``:
         the handle (``SendResult.recall_handle`` of the timer message's send) names the broker;

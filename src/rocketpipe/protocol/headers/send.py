@@ -192,7 +192,7 @@ REQUEST_HEADERS[int(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT)] = ReplyMessageReq
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecallMessageRequestHeader(TopicRequestHeader):
-    """RECALL_MESSAGE (370, 5.3.1+) request (Java ``RecallMessageRequestHeader``).
+    """RECALL_MESSAGE (370, 5.3.2+) request (Java ``RecallMessageRequestHeader``).
 
     Attributes:
         producer_group: the recalling producer's group (optional).
