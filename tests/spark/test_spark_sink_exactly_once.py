@@ -266,26 +266,39 @@ def _halves_stored(cluster: ThreadedCluster) -> int:
     return cluster.cluster.brokers[0].store.get_max_offset(HALF_TOPIC, 0)
 
 
-def _python_workers(session: int) -> list[int]:
-    """Pids of the Python workers that ``pyspark.daemon`` forked in process session ``session``."""
-    procs: dict[int, int] = {}
+def _sockets_to(port: int) -> set[str]:
+    """Inodes of this machine's IPv4 TCP sockets connected to ``port`` (``/proc/net/tcp``)."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[2].rsplit(":", 1)[1], 16) == port and fields[3] == "01":  # ESTABLISHED
+            inodes.add(fields[9])
+    return inodes
+
+
+def _python_writers(session: int, broker_port: int) -> list[int]:
+    """Pids of the Python workers of process session ``session`` (forked by ``pyspark.daemon``)
+    connected to the broker: the sink's write tasks, not the driver's planning processes."""
+    connected = _sockets_to(broker_port)
+    pids = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
-            cmdline = (stat.parent / "cmdline").read_bytes()
+            if int(fields[3]) != session or b"pyspark.daemon" not in (stat.parent / "cmdline").read_bytes():
+                continue
+            links = {os.readlink(fd) for fd in (stat.parent / "fd").iterdir()}
         except OSError:
             continue  # exited meanwhile
-        pid, ppid, sid = int(stat.parent.name), int(fields[1]), int(fields[3])
-        if sid == session and b"pyspark.daemon" in cmdline:
-            procs[pid] = ppid
-    return [pid for pid, ppid in procs.items() if ppid in procs]
+        if any(link.startswith("socket:[") and link[8:-1] in connected for link in links):
+            pids.append(int(stat.parent.name))
+    return pids
 
 
 def test_python_workers_killed_mid_write_are_retried_and_deliver_each_row_once(
     ns: str, cluster: ThreadedCluster, tmp_path: Path
 ) -> None:
-    """SIGKILL of every Python worker of the driver's Spark (``local[2,4]``: a failed task is
-    retried) while the first micro-batch's halves are being sent: the killed attempts' halves are
+    """SIGKILL of every Python worker that is sending halves (the write tasks: connected to the
+    broker; ``local[2,4]`` retries a failed task) while the first micro-batch's halves are sent: the killed attempts' halves are
     never committed, the retries' are; each of the 2 x 5,000 rows is read back once."""
     rows = 5_000
     topic = _topic("EosExecKill", ns, 4)
@@ -307,7 +320,8 @@ def test_python_workers_killed_mid_write_are_retried_and_deliver_each_row_once(
             return _halves_stored(cluster) - halves_before >= 500
 
         wait_until_sync(mid_write, timeout=240, interval=0.01, what="batch 0 halves being sent")
-        for pid in _python_workers(driver.pid):
+        assert cluster.cluster is not None
+        for pid in _python_writers(driver.pid, int(cluster.cluster.broker_addr.rsplit(":", 1)[1])):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
@@ -316,7 +330,7 @@ def test_python_workers_killed_mid_write_are_retried_and_deliver_each_row_once(
         if driver.poll() is None:
             os.killpg(driver.pid, signal.SIGKILL)
         driver.wait(30)
-    assert killed, "no Python worker found to kill"
+    assert killed, "no Python worker connected to the broker found to kill"
     assert driver.returncode == 0, out[-3000:]
     values = sorted(int(m.body) for m in pull_all(ns, topic))
     assert len(values) == len(set(values)), f"{len(values) - len(set(values))} rows delivered twice"
