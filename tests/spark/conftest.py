@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from spark_cluster import ThreadedCluster, started
 
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
@@ -46,3 +47,17 @@ def spark() -> Iterator[object]:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedCluster]:
+    """An embedded name server + broker for one test module."""
+    with started(tmp_path_factory.mktemp("spark-broker")) as tc:
+        yield tc
+
+
+@pytest.fixture(scope="module")
+def ns(cluster: ThreadedCluster) -> str:
+    """The module broker's name-server address."""
+    assert cluster.cluster is not None
+    return cluster.cluster.namesrv_addr

@@ -7,8 +7,9 @@ ports); the test process keeps it on a daemon thread for the duration of a modul
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -71,3 +72,14 @@ class ThreadedCluster:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(10)
             self._loop.close()
+
+
+@contextlib.contextmanager
+def started(store_dir: Path, **broker_overrides: Any) -> Iterator[ThreadedCluster]:
+    """A started :class:`ThreadedCluster` under ``store_dir``, closed on exit."""
+    tc = ThreadedCluster(store_dir, **broker_overrides)
+    tc.start()
+    try:
+        yield tc
+    finally:
+        tc.close()

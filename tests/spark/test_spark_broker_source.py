@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from spark_cluster import ThreadedCluster
 
 from rocketpipe.client import SendResult, SyncAdmin, SyncProducer
 from rocketpipe.protocol.message import Message, decode_records
@@ -17,22 +16,6 @@ from waiting import wait_until_sync
 pytestmark = pytest.mark.spark
 
 TOPIC = "SparkTopic"
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedCluster]:
-    tc = ThreadedCluster(tmp_path_factory.mktemp("spark-broker"))
-    tc.start()
-    try:
-        yield tc
-    finally:
-        tc.close()
-
-
-@pytest.fixture(scope="module")
-def ns(cluster: ThreadedCluster) -> str:
-    assert cluster.cluster is not None
-    return cluster.cluster.namesrv_addr
 
 
 @pytest.fixture(scope="module")

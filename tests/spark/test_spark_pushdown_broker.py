@@ -22,16 +22,6 @@ PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedCluster]:
-    tc = ThreadedCluster(tmp_path_factory.mktemp("spark-pushdown"))
-    tc.start()
-    try:
-        yield tc
-    finally:
-        tc.close()
-
-
-@pytest.fixture(scope="module")
 def stored(cluster: ThreadedCluster) -> dict[str, object]:
     """40 messages in 4 queues before a store-time boundary, 20 after it."""
     assert cluster.cluster is not None

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from spark_cluster import ThreadedCluster
 
 from rocketpipe.client import SyncAdmin
 from rocketpipe.protocol.message import MessageExt, decode_records
@@ -21,22 +19,6 @@ from rocketpipe.spark.writer import SinkSchemaError, message_id_prefix, plan_col
 from waiting import wait_until_sync
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedCluster]:
-    tc = ThreadedCluster(tmp_path_factory.mktemp("spark-sink-broker"))
-    tc.start()
-    try:
-        yield tc
-    finally:
-        tc.close()
-
-
-@pytest.fixture(scope="module")
-def ns(cluster: ThreadedCluster) -> str:
-    assert cluster.cluster is not None
-    return cluster.cluster.namesrv_addr
 
 
 def _topic(prefix: str, ns: str, queues: int = 4) -> str:

@@ -14,13 +14,13 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from spark_cluster import ThreadedCluster
+from spark_cluster import ThreadedCluster, started
 from test_spark_sink import ROW_SCHEMA, _check_rows, _rows, _topic, pull_all
 
+from rocketpipe.broker.topics import TRANS_HALF_TOPIC
 from rocketpipe.client import Message, Producer, SyncAdmin
 from rocketpipe.client.config import ClientConfig
 from rocketpipe.protocol.message import PROPERTY_PRODUCER_GROUP, PROPERTY_TRANSACTION_PREPARED
@@ -32,22 +32,6 @@ from waiting import wait_until_sync
 pytestmark = pytest.mark.spark
 
 GROUP = "rocketpipe_spark_sink"
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedCluster]:
-    tc = ThreadedCluster(tmp_path_factory.mktemp("spark-eos-broker"))
-    tc.start()
-    try:
-        yield tc
-    finally:
-        tc.close()
-
-
-@pytest.fixture(scope="module")
-def ns(cluster: ThreadedCluster) -> str:
-    assert cluster.cluster is not None
-    return cluster.cluster.namesrv_addr
 
 
 def _ended(cluster: ThreadedCluster) -> tuple[int, int]:
@@ -258,12 +242,9 @@ def test_driver_killed_mid_commit_then_restarted_delivers_each_row_once(ns: str,
     print(f"killed with {partial} of {rows} rows of batch 0 committed; after restart {len(values)} rows, 0 duplicates")
 
 
-HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
-
-
 def _halves_stored(cluster: ThreadedCluster) -> int:
     assert cluster.cluster is not None
-    return cluster.cluster.brokers[0].store.get_max_offset(HALF_TOPIC, 0)
+    return cluster.cluster.brokers[0].store.get_max_offset(TRANS_HALF_TOPIC, 0)
 
 
 def _sockets_to(port: int) -> set[str]:
@@ -304,9 +285,7 @@ def test_python_workers_killed_mid_write_are_retried_and_deliver_each_row_once(t
     the half topic at each transaction check (as Java's check service does), which would move
     the half count this test watches."""
     rows = 5_000
-    tc = ThreadedCluster(tmp_path / "broker")
-    tc.start()
-    try:
+    with started(tmp_path / "broker") as tc:
         assert tc.cluster is not None
         ns, broker_port = tc.cluster.namesrv_addr, int(tc.cluster.broker_addr.rsplit(":", 1)[1])
         topic = _topic("EosExecKill", ns, 4)
@@ -345,5 +324,3 @@ def test_python_workers_killed_mid_write_are_retried_and_deliver_each_row_once(t
         stored, committed = _halves_stored(tc), _ended(tc)[0]
         assert committed == 2 * rows and stored > 2 * rows, (stored, committed)
         print(f"killed {len(writers)} workers; {stored} halves stored, {committed} committed, {len(values)} rows")
-    finally:
-        tc.close()

@@ -192,7 +192,10 @@ class TimerDelivery:
         ``TIMER_DEL_UNIQKEY``) are read first and never delivered; a due message whose
         ``"<real topic>+<UNIQ_KEY>"`` one of them names is dropped instead of delivered. A
         failed put stops the tick: that message, the rest and the delete messages wait for the
-        next one.
+        next one. Java matches delete keys within one 1 s slot; here within one tick's due
+        messages, which may span several slots after a stall. A delete key names one message
+        (topic + UNIQ_KEY) and its delete message is stored for that message's slot, so the
+        wider scope drops nothing Java would deliver.
         """
         self._scan()
         now = self._now()

@@ -42,7 +42,7 @@ import logging
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -141,7 +141,7 @@ class EndResult:
     """
 
     ended: int = 0
-    failed: list[tuple[Half, str]] | None = None
+    failed: list[tuple[Half, str]] = field(default_factory=list)
 
 
 async def end_halves(
@@ -165,7 +165,7 @@ async def end_halves(
     rt = admin.runtime
     state = TRANSACTION_COMMIT_TYPE if commit else TRANSACTION_ROLLBACK_TYPE
     sem = asyncio.Semaphore(END_CONCURRENCY)
-    out = EndResult(failed=[])
+    out = EndResult()
 
     async def one(h: Half) -> None:
         header = EndTransactionRequestHeader(
@@ -186,7 +186,6 @@ async def end_halves(
                 if resp.code != ResponseCode.SUCCESS:
                     raise error_for_response(resp.code, resp.remark)
             except (RocketMQError, OSError, TimeoutError) as exc:
-                assert out.failed is not None
                 out.failed.append((h, f"{type(exc).__name__}: {exc}"))
                 return
         out.ended += 1

@@ -762,7 +762,7 @@ class PartitionSender:
             res = await end_halves(
                 Admin(runtime=self._producer.runtime), o.producer_group, halves, commit=False, timeout=o.send_timeout_s
             )
-            return res.ended, len(res.failed or ())
+            return res.ended, len(res.failed)
 
         try:
             ended, failed = self._io.submit(run()).result(o.send_timeout_s * 2 + 5)
@@ -905,7 +905,7 @@ class _SinkWriter:
             res = eventloop_run(
                 roll_back(o.connection.client_config(o.name_server), o.producer_group, halves, timeout=o.send_timeout_s)
             )
-            ended, failed = res.ended, len(res.failed or ())
+            ended, failed = res.ended, len(res.failed)
         except Exception as exc:  # best effort: undecided halves stay invisible
             ended, failed = 0, len(halves)
             log.warning("rocketmq sink %s rollback failed: %s", what, exc)

@@ -5,6 +5,9 @@ names the message (topic, broker, delivery step + 1, ``UNIQ_KEY``); the broker s
 timer message for the same time (body ``"0"``, tag ``_RECALL_TAG_``, ``TIMER_DEL_UNIQKEY`` =
 ``"<topic>+<msgId>"``), and its timer drops the original when that time comes
 (:meth:`~rocketpipe.broker.timer.TimerDelivery.tick`). Off unless ``recall_message_enable``.
+
+Java's checks of a slave role and of ``startAcceptSendRequestTimeStamp`` have no counterpart:
+rocketpipe's broker is always a master and accepts sends from its start.
 """
 
 from __future__ import annotations

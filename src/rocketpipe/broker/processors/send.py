@@ -290,7 +290,8 @@ class SendProcessor:
     def _recall_handle(self, inner: MessageInner, uniq: str | None) -> str | None:
         """``SendMessageProcessor.attachRecallHandle`` for a stored timer message: the handle of
         its real topic, this broker, ``TIMER_OUT_MS`` + 1 and its ``UNIQ_KEY``; none for a
-        ``%RETRY%`` topic (batches and send-backs never get here)."""
+        ``%RETRY%`` topic (batches and send-backs never get here). A message without
+        ``UNIQ_KEY`` gets ``"null"`` there, as Java's ``String.join`` of a null id."""
         due = inner.get_property(pm.PROPERTY_TIMER_OUT_MS)
         real_topic = inner.get_property(pm.PROPERTY_REAL_TOPIC)
         if due is None or real_topic is None or real_topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
