@@ -54,7 +54,7 @@ from ..protocol.codes import RequestCode, ResponseCode
 from ..protocol.command import RemotingCommand
 from ..protocol.headers.consumer import NotifyConsumerIdsChangedRequestHeader
 from ..protocol.headers.route import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
-from ..store import MessageInner, MessageStore, PutResult, StoreConfig
+from ..store import MessageBatch, MessageInner, MessageStore, PutResult, StoreConfig
 from ..store.clean import CleanCommitLogService
 from ..store.json_file import save_json
 from ..transport import Connection, ConnectionPool, RemotingServer, Router, ServerLimits
@@ -420,6 +420,16 @@ class Broker:
             self._on_arrival(inners[-1], result, inners)
         return result
 
+    def put_batch(self, batch: MessageBatch) -> PutResult:
+        """Append a client's batch (consecutive offsets in one queue) and wake held pulls."""
+        result = self.store.put_batch(batch)
+        if result.is_ok:
+            self.stats.on_put(batch.topic, result.msg_num, result.wrote_bytes)
+            self.pop.notify_message_arriving(batch.topic)
+            if self.hold.has(batch.topic, batch.queue_id):
+                self._release_held(batch.topic, batch.queue_id, result, result.tags_codes)
+        return result
+
     async def wait_durable(self, result: PutResult) -> bool:
         """SYNC_FLUSH: wait (group commit) until ``result`` is on disk; ASYNC_FLUSH: True at once.
 
@@ -513,8 +523,14 @@ class Broker:
         if not self.hold.has(inner.topic, inner.queue_id):
             return
         tags_codes = [_tags_code_of(m) for m in batch] if batch else _tags_code_of(inner)
+        self._release_held(inner.topic, inner.queue_id, result, tags_codes)
+
+    def _release_held(
+        self, topic: str, queue_id: int, result: PutResult, tags_codes: int | list[int] | list[int | None] | None
+    ) -> None:
+        """Re-run the pulls held on (topic, queue) that the put's messages satisfy."""
         max_offset = result.queue_offset + max(1, result.msg_num)
-        released = self.hold.on_arrival(inner.topic, inner.queue_id, max_offset, tags_codes, self.loop_time())
+        released = self.hold.on_arrival(topic, queue_id, max_offset, tags_codes, self.loop_time())
         if released:
             asyncio.get_running_loop().call_soon(self._rerun_held, released)
 

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from ..clock import Clock
 from ..protocol.message import UniqueIdGenerator
-from ..store import MessageInner, MessageStore, PutResult
+from ..store import MessageBatch, MessageInner, MessageStore, PutResult
 from ..transport import ConnectionPool
 from .config import BrokerConfig
 from .filter.manager import ConsumerFilterManager
@@ -89,6 +89,11 @@ class BrokerContext(Protocol):
 
     def put_messages(self, inners: list[MessageInner]) -> PutResult:
         """Append a batch (consecutive offsets in one queue) and wake held pulls."""
+        ...
+
+    def put_batch(self, batch: MessageBatch) -> PutResult:
+        """Append a client's batch, encoded from its wire body (consecutive offsets in one queue),
+        and wake held pulls."""
         ...
 
     async def wait_durable(self, result: PutResult) -> bool:

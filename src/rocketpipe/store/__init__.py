@@ -7,7 +7,7 @@ Synchronous file I/O only — no asyncio, no ``transport``. May import ``errors`
 
 from __future__ import annotations
 
-from .api import GetResult, GetStatus, MessageInner, PutResult, PutStatus, QueryResult
+from .api import GetResult, GetStatus, MessageBatch, MessageInner, PutResult, PutStatus, QueryResult
 from .config import StoreConfig
 from .json_file import load_json, save_json
 from .message_store import SCHEDULE_TOPIC, MessageStore
@@ -17,6 +17,7 @@ __all__ = [
     "SCHEDULE_TOPIC",
     "GetResult",
     "GetStatus",
+    "MessageBatch",
     "MessageInner",
     "MessageStore",
     "PutResult",

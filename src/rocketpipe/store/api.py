@@ -7,6 +7,7 @@ Mirrors ``MessageExtBrokerInner``, ``PutMessageResult``/``PutMessageStatus`` and
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +80,35 @@ class MessageInner:
         return property_value(self.properties, key)
 
 
+@dataclass(slots=True)
+class MessageBatch:
+    """A client's batch for one queue, its messages still in the wire batch body (``MessageExtBatch``).
+
+    Attributes:
+        topic, queue_id: where every message goes.
+        body: the ``SEND_BATCH_MESSAGE`` body: per message TOTALSIZE, MAGICCODE, BODYCRC, FLAG,
+            BODYLENGTH, BODY, PROPERTIESLENGTH (2 bytes), PROPERTIES.
+        properties: the batch's own wire properties string, appended to every message's
+            (``MessageExtBatch.getProperties``; the broker's MSG_REGION, TRACE_ON, CLUSTER).
+        wait: the envelope's ``WAIT``, stored for a message that lacks one; None = none.
+        next_unique_id: makes a ``UNIQ_KEY`` for a message that lacks one.
+        sys_flag, born_timestamp (ms), born_host, store_host, reconsume_times: as :class:`MessageInner`,
+            shared by every message.
+    """
+
+    topic: str
+    queue_id: int
+    body: bytes
+    properties: str
+    wait: str | None
+    next_unique_id: Callable[[], str]
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: str = "127.0.0.1:0"
+    store_host: str = "127.0.0.1:0"
+    reconsume_times: int = 0
+
+
 def property_value(props: dict[str, str] | str, key: str) -> str | None:
     """One property of a dict or of a wire properties string, without parsing the whole string.
 
@@ -110,6 +140,9 @@ class PutResult:
         queue_offset: consume-queue offset of the first message (0 for prepared transactions).
         msg_num: records written.
         store_timestamp: store time of the records, ms.
+        tags_codes: consume-queue tags code of each record of a :meth:`MessageStore.put_batch`
+            (None for other puts).
+        remark: why a put was refused, when the status alone does not say (a malformed batch).
     """
 
     status: PutStatus
@@ -119,6 +152,8 @@ class PutResult:
     queue_offset: int = 0
     msg_num: int = 0
     store_timestamp: int = 0
+    tags_codes: list[int] | None = None
+    remark: str | None = None
 
     @property
     def is_ok(self) -> bool:

@@ -31,6 +31,9 @@ _SIZE: Final = struct.Struct(">i")
 BLANK_ENTRY_SIZE: Final = 0x7FFFFFFF
 
 
+_NO_VIEW: Final = memoryview(b"")  # before the first segment is found
+
+
 class ConsumeQueue:
     """The index of one (topic, queue id).
 
@@ -203,11 +206,13 @@ class ConsumeQueue:
         files = self.files
         pack = _ENTRY.pack_into
         seg = files.find(pos)
+        view, seg_start, seg_end = (_NO_VIEW, 0, -1) if seg is None else (seg.view, seg.start, seg.end)
         try:
             for phys, size, code in entries:
-                if seg is None or pos >= seg.end:
+                if pos >= seg_end:
                     seg = files.find(pos) or files.create_next(pos)
-                pack(seg.view, pos - seg.start, phys, size, code)
+                    view, seg_start, seg_end = seg.view, seg.start, seg.end
+                pack(view, pos - seg_start, phys, size, code)
                 pos += CQ_STORE_UNIT_SIZE
         finally:
             self.write_pos = pos

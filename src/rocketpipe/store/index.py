@@ -37,7 +37,7 @@ import shutil
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -176,22 +176,48 @@ class KeyIndex:
         else:
             uniq = props.get(_UNIQ)  # type: ignore[union-attr]
             keys = props.get(_KEYS)  # type: ignore[union-attr]
+        self.add_batch(topic, ((uniq, keys),), (offset,), store_ts)
+
+    def add_batch(
+        self,
+        topic: str,
+        keys: Iterable[tuple[str | None, str | None]],
+        offsets: Iterable[int],
+        store_ts: int,
+    ) -> None:
+        """Queue the keys of stored messages of one topic, as :meth:`add` does, the properties
+        already read (a batch put reads them while encoding). Call in commit-log order.
+
+        Args:
+            topic: their topic.
+            keys: per message ``(UNIQ_KEY, KEYS)``, KEYS space-separated; None when absent.
+            offsets: per message its commit-log offset, bytes.
+            store_ts: their store time, ms.
+        """
         pending = self._pending
+        add = pending.append
         prefix = topic + "#"
-        if keys:
-            if " " in keys:
-                for name in _names(uniq, keys):
-                    pending.append((prefix + name, offset, store_ts))
+        last = seen = -1
+        for (uniq, names), offset in zip(keys, offsets, strict=True):
+            seen = offset
+            if names:
+                if " " in names:
+                    for name in _names(uniq, names):
+                        add((prefix + name, offset, store_ts))
+                else:
+                    if uniq and uniq != names:
+                        add((prefix + uniq, offset, store_ts))
+                    add((prefix + names, offset, store_ts))
+            elif uniq:
+                add((prefix + uniq, offset, store_ts))
             else:
-                if uniq and uniq != keys:
-                    pending.append((prefix + uniq, offset, store_ts))
-                pending.append((prefix + keys, offset, store_ts))
-        elif uniq:
-            pending.append((prefix + uniq, offset, store_ts))
-        else:
-            return
-        self.last_offset = offset
-        self.last_timestamp = store_ts
+                continue
+            last = offset
+        if seen >= 0:
+            self._seen = seen
+        if last >= 0:
+            self.last_offset = last
+            self.last_timestamp = store_ts
 
     # ------------------------------------------------------------------ flush
 

@@ -33,7 +33,7 @@ from typing import Final
 import orjson
 
 from ..clock import SYSTEM_CLOCK, Clock
-from ..errors import ClientClosedError, InvalidArgumentError
+from ..errors import ClientClosedError, InvalidArgumentError, ProtocolError
 from ..protocol import sysflag as sf
 from ..protocol.message import (
     PROPERTY_DELAY_TIME_LEVEL,
@@ -47,7 +47,18 @@ from ..protocol.message import (
 from ..protocol.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, TIMER_TOPIC, is_validator_system_topic
 from ..protocol.names import SCHEDULE_TOPIC as SCHEDULE_TOPIC
 from ..ratelog import RateLimitedLog
-from .api import CommitLogFile, GetResult, GetStatus, MessageInner, PutResult, PutStatus, QueryResult, property_value
+from .api import (
+    CommitLogFile,
+    GetResult,
+    GetStatus,
+    MessageBatch,
+    MessageInner,
+    PutResult,
+    PutStatus,
+    QueryResult,
+    property_value,
+)
+from .batch_encoder import decode_inners, encode_batch
 from .checkpoint import Checkpoint
 from .commit_log import END_FILE_MIN_BLANK_LENGTH, CommitLog
 from .config import CQ_STORE_UNIT_SIZE, StoreConfig
@@ -108,6 +119,7 @@ class MessageStore:
         self._closed = False
         self._id_prefixes: dict[str, str] = {}  # store host -> hex of its address bytes
         self._tag_codes: dict[str, int] = {}  # TAGS value -> tags code (bounded memo)
+        self._tag_codes_b: dict[bytes, int] = {}  # the same, keyed by the UTF-8 bytes (batch puts)
         #: key index (``index/``, Java's IndexService) behind :meth:`query_message`; None when disabled
         self.index: KeyIndex | None = (
             KeyIndex(root / "index", config.max_hash_slot_num, config.max_index_num)
@@ -421,6 +433,25 @@ class MessageStore:
         Raises:
             InvalidArgumentError: empty list, or messages for different queues.
         """
+        refused = self._store_refusal()
+        if refused is not None:
+            return refused
+        if not msgs:
+            raise InvalidArgumentError("put_messages needs at least one message")
+        topic, qid = msgs[0].topic, msgs[0].queue_id
+        refused = _topic_refusal(topic)
+        if refused is not None:
+            return refused
+        max_size = self.config.max_message_size
+        for m in msgs:
+            if m.topic != topic or m.queue_id != qid:
+                raise InvalidArgumentError("all messages of one put_messages call must share topic and queue_id")
+            if len(m.body) > max_size:
+                return PutStatus.MESSAGE_ILLEGAL
+        return None
+
+    def _store_refusal(self) -> PutStatus | None:
+        """SERVICE_NOT_AVAILABLE when the store cannot take puts (``checkStoreStatus``); None = go on."""
         if not self._loaded or self._closed:
             return PutStatus.SERVICE_NOT_AVAILABLE
         if self._disk_full:
@@ -428,24 +459,6 @@ class MessageStore:
                 "put-refused", "put refused: the store's disk is full (root=%s)", self.config.root_dir
             )
             return PutStatus.SERVICE_NOT_AVAILABLE
-        if not msgs:
-            raise InvalidArgumentError("put_messages needs at least one message")
-        topic, qid = msgs[0].topic, msgs[0].queue_id
-        tlen = len(topic.encode())
-        if (
-            tlen == 0
-            or tlen > 255
-            or (tlen > 127 and not topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)))
-        ):
-            return PutStatus.MESSAGE_ILLEGAL
-        if topic in (".", "..") or "/" in topic or "\x00" in topic or "\\" in topic:
-            return PutStatus.MESSAGE_ILLEGAL  # would escape consumequeue/<topic>/
-        max_size = self.config.max_message_size
-        for m in msgs:
-            if m.topic != topic or m.queue_id != qid:
-                raise InvalidArgumentError("all messages of one put_messages call must share topic and queue_id")
-            if len(m.body) > max_size:
-                return PutStatus.MESSAGE_ILLEGAL
         return None
 
     def _new_id_prefix(self, store_host: str) -> str | None:
@@ -495,7 +508,7 @@ class MessageStore:
         prefix = self._id_prefixes.get(first.store_host) or self._new_id_prefix(first.store_host)
         if prefix is None:
             return PutResult(PutStatus.MESSAGE_ILLEGAL)
-        with self._lock:
+        with self._lock:  # encode at the final offsets, append, dispatch
             if self._closed:
                 return PutResult(PutStatus.SERVICE_NOT_AVAILABLE)
             now = self.clock.now_ms()
@@ -528,6 +541,97 @@ class MessageStore:
             msg_num=len(records),
             store_timestamp=now,
         )
+
+    def put_batch(self, batch: MessageBatch) -> PutResult:
+        """Append a client's batch to one queue (``putMessages(MessageExtBatch)``), encoded in one
+        pass from its wire body (:func:`~rocketpipe.store.batch_encoder.encode_batch`).
+
+        Same outcome and records as :meth:`put_messages` of the batch's messages
+        (:func:`~rocketpipe.store.batch_encoder.decode_inners`), which serves the batches this
+        path does not: a transactional sysflag, ``SCHEDULE_TOPIC_XXXX``, or a body over
+        ``max_message_size`` (each message is checked then). The result also carries every
+        record's tags code.
+
+        Returns:
+            As :meth:`put_messages`; MESSAGE_ILLEGAL with a ``remark`` for a malformed or empty body.
+        """
+        topic = batch.topic
+        if (
+            batch.sys_flag & sf.TRANSACTION_TYPE_MASK in _NO_DISPATCH
+            or topic == SCHEDULE_TOPIC
+            or len(batch.body) > self.config.max_message_size
+        ):
+            try:
+                msgs = decode_inners(batch)
+            except ProtocolError as exc:
+                return _batch_refused(str(exc), topic, batch.queue_id)
+            if not msgs:
+                return _batch_refused("empty batch body", topic, batch.queue_id)
+            return self.put_messages(msgs)
+        refused = self._store_refusal() or _topic_refusal(topic)
+        if refused is not None:
+            return PutResult(refused)
+        qid, host = batch.queue_id, batch.store_host
+        prefix = self._id_prefixes.get(host) or self._new_id_prefix(host)
+        if prefix is None:
+            return PutResult(PutStatus.MESSAGE_ILLEGAL)
+        with self._lock:  # as put_messages, the encoding and dispatch one pass each
+            if self._closed:
+                return PutResult(PutStatus.SERVICE_NOT_AVAILABLE)
+            now = self.clock.now_ms()
+            cq = self._queue(topic, qid)
+            first_qo = 0 if cq is None else cq.max_offset
+            base = self.commit_log.write_offset
+            try:
+                enc = encode_batch(batch, first_qo, base, now, self._bytes_tags_code)
+            except ProtocolError as exc:
+                return _batch_refused(str(exc), topic, qid)
+            except InvalidArgumentError as exc:
+                return _encode_failed(exc, topic, qid)
+            n = len(enc.records)
+            if n == 0:
+                return _batch_refused("empty batch body", topic, qid)
+            if enc.total + END_FILE_MIN_BLANK_LENGTH > self.commit_log.segment_size:
+                return PutResult(PutStatus.MESSAGE_ILLEGAL)
+            try:  # every file this put needs exists before a byte is written
+                if cq is None:
+                    cq = self._new_queue(topic, qid)
+                cq.ensure_capacity(n)
+                start = self.commit_log.append(enc.records, enc.total)
+            except OSError as exc:
+                return self._allocation_failed(exc, topic, qid)
+            entries = enc.entries
+            if start != base:  # rolled to a new segment: the records moved as a whole
+                shift = start - base
+                entries = [(phys + shift, size, code) for phys, size, code in entries]
+            cq.append_many(entries)
+            offsets = [e[0] for e in entries]
+            if self.index is not None:
+                self.index.add_batch(topic, enc.keys, offsets, now)
+            self._last_store_ts = now
+            max_offset = cq.max_offset
+        listener = self.arrival_listener
+        if listener is not None:
+            listener(topic, qid, max_offset)
+        return PutResult(
+            PutStatus.PUT_OK,
+            wrote_offset=start,
+            wrote_bytes=enc.total,
+            msg_ids=[f"{prefix}{phys:016X}" for phys in offsets],
+            queue_offset=first_qo,
+            msg_num=n,
+            store_timestamp=now,
+            tags_codes=[e[2] for e in entries],
+        )
+
+    def _bytes_tags_code(self, tags: bytes) -> int:
+        """Tags code of a ``TAGS`` value given as UTF-8 bytes (bounded memo, as :meth:`_put_tags_code`)."""
+        code = self._tag_codes_b.get(tags)
+        if code is None:
+            if len(self._tag_codes_b) >= 4096:
+                self._tag_codes_b.clear()
+            code = self._tag_codes_b[tags] = tag_code(tags.decode())
+        return code
 
     def _dispatch(
         self,
@@ -1116,6 +1220,21 @@ def _offset_refusal(offset: int, min_off: int, max_off: int) -> GetResult | None
 _property = property_value  # hot-path alias
 
 
+def _topic_refusal(topic: str) -> PutStatus | None:
+    """MESSAGE_ILLEGAL for a topic that is empty, over 127 bytes (255 for retry/DLQ topics) or
+    not a safe directory name (``DefaultMessageStore.checkMessage``); None = go on."""
+    tlen = len(topic.encode())
+    if (
+        tlen == 0
+        or tlen > 255
+        or (tlen > 127 and not topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)))
+    ):
+        return PutStatus.MESSAGE_ILLEGAL
+    if topic in (".", "..") or "/" in topic or "\x00" in topic or "\\" in topic:
+        return PutStatus.MESSAGE_ILLEGAL  # would escape consumequeue/<topic>/
+    return None
+
+
 def _encode_batch(
     msgs: list[MessageInner], topic: str, qid: int, qo: int, pos: int, now: int
 ) -> tuple[list[bytes], list[bool], int, int]:
@@ -1164,6 +1283,12 @@ def _encode_batch(
         if dispatch:
             qo += 1
     return records, dispatched, qo, pos - base
+
+
+def _batch_refused(reason: str, topic: str, qid: int) -> PutResult:
+    """MESSAGE_ILLEGAL for a batch whose body cannot be read, with ``reason`` as the remark."""
+    log.info("topic=%s queue=%d batch put rejected: %s", topic, qid, reason)
+    return PutResult(PutStatus.MESSAGE_ILLEGAL, remark=f"bad batch body: {reason}")
 
 
 def _encode_failed(exc: InvalidArgumentError, topic: str, qid: int) -> PutResult:

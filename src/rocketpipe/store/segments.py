@@ -127,10 +127,11 @@ class Segment:
         else:
             written, at = 0, pos
             for i in range(0, len(parts), _IOV_MAX):
-                n = os.pwritev(fd, parts[i : i + _IOV_MAX], at)
+                chunk = parts[i : i + _IOV_MAX]
+                n = os.pwritev(fd, chunk, at)
                 written += n
                 at += n
-                if n < sum(len(p) for p in parts[i : i + _IOV_MAX]):
+                if n < sum(map(len, chunk)):
                     break
         if written != total:
             log.warning(

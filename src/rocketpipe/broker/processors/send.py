@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
-from ...errors import ProtocolError
 from ...protocol import message as pm
 from ...protocol import sysflag as sf
 from ...protocol.codes import RequestCode, ResponseCode
@@ -24,7 +22,7 @@ from ...protocol.headers.send import (
 )
 from ...protocol.names import RETRY_GROUP_TOPIC_PREFIX, TIMER_TOPIC
 from ...protocol.recall import build_recall_handle
-from ...store import MessageInner, PutResult, PutStatus
+from ...store import MessageBatch, MessageInner, PutResult, PutStatus
 from ...store.disk import disk_util
 from ...transport import DEFER, Connection, Router
 from .. import retry
@@ -200,9 +198,9 @@ class SendProcessor:
         out = self._send(cmd, conn)
         if isinstance(out, RemotingCommand):
             return out
-        inners, queue_id, is_batch, result, ext_extra = out
+        inner, queue_id, result, ext_extra = out
         status = "PUT_OK" if await self.broker.wait_durable(result) else "FLUSH_DISK_TIMEOUT"
-        return self._send_response(cmd, inners, queue_id, is_batch, result, status, ext_extra)
+        return self._send_response(cmd, inner, queue_id, result, status, ext_extra)
 
     def handle_send_inline(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand | object:
         """:meth:`handle_send` run in the connection's read loop (no task per request).
@@ -215,14 +213,15 @@ class SendProcessor:
         out = self._send(cmd, conn)
         if isinstance(out, RemotingCommand):
             return out
-        inners, queue_id, is_batch, result, ext_extra = out  # pragma: no cover - ASYNC_FLUSH never waits
-        return self._send_response(cmd, inners, queue_id, is_batch, result, "PUT_OK", ext_extra)
+        inner, queue_id, result, ext_extra = out  # pragma: no cover - ASYNC_FLUSH never waits
+        return self._send_response(cmd, inner, queue_id, result, "PUT_OK", ext_extra)
 
     def _send(
         self, cmd: RemotingCommand, conn: Connection
-    ) -> RemotingCommand | tuple[list[MessageInner], int, bool, PutResult, dict[str, str]]:
+    ) -> RemotingCommand | tuple[MessageInner | None, int, PutResult, dict[str, str]]:
         """Decode, check and store; return the response, or what :meth:`_send_response` needs
-        once the durability wait (SYNC_FLUSH, ``WAIT=true``) is over."""
+        once the durability wait (SYNC_FLUSH, ``WAIT=true``) is over (the stored message; None
+        for a batch)."""
         b = self.broker
         ext_extra = {"MSG_REGION": b.config.region_id, "TRACE_ON": "true" if b.config.trace_on else "false"}
         h = decode_send_header(cmd)
@@ -230,20 +229,23 @@ class SendProcessor:
         if isinstance(resp, RemotingCommand):
             resp.ext_fields.update(ext_extra)
             return resp
-        inners, queue_id, is_batch = resp
-        if is_batch:
-            result = b.put_messages(inners)
+        payload, queue_id = resp
+        inner: MessageInner | None
+        if isinstance(payload, MessageBatch):  # the batch's WAIT decides, as Java's MessageExtBatch
+            inner, result, wait = None, b.put_batch(payload), payload.wait
         else:
-            result = b.put_message(inners[0])
+            inner = payload
+            result, wait = b.put_message(inner), inner.get_property(pm.PROPERTY_WAIT_STORE_MSG_OK)
         status = status_name(result.status)
-        if status == "PUT_OK":
-            wait = inners[0].get_property(pm.PROPERTY_WAIT_STORE_MSG_OK) != "false"
-            if wait and b.config.flush_disk_type == "SYNC_FLUSH":
-                return inners, queue_id, is_batch, result, ext_extra
-        return self._send_response(cmd, inners, queue_id, is_batch, result, status, ext_extra)
+        if status == "PUT_OK" and wait != "false" and b.config.flush_disk_type == "SYNC_FLUSH":
+            return inner, queue_id, result, ext_extra
+        return self._send_response(cmd, inner, queue_id, result, status, ext_extra)
 
-    def _put_failed_remark(self, status: str) -> str:
-        """The remark ``SendMessageProcessor.handlePutMessageResult`` gives a failed put."""
+    def _put_failed_remark(self, status: str, result: PutResult) -> str:
+        """The remark ``SendMessageProcessor.handlePutMessageResult`` gives a failed put (the
+        store's own when it gave one: a malformed batch)."""
+        if result.remark is not None:
+            return result.remark
         if status == "SERVICE_NOT_AVAILABLE":
             return (
                 "service not available now. It may be caused by one of the following reasons: "
@@ -257,16 +259,16 @@ class SendProcessor:
     def _send_response(
         self,
         cmd: RemotingCommand,
-        inners: list[MessageInner],
+        inner: MessageInner | None,
         queue_id: int,
-        is_batch: bool,
         result: PutResult,
         status: str,
         ext_extra: dict[str, str],
     ) -> RemotingCommand:
+        """The send response; ``inner`` is the stored message, None for a batch."""
         code = put_status_code(status)
         if status not in _STORED_STATUSES:
-            r = error(cmd, code, self._put_failed_remark(status))
+            r = error(cmd, code, self._put_failed_remark(status, result))
             r.ext_fields.update(ext_extra)
             return r
         # SendMessageResponseHeader(...).to_ext_fields(), built directly (hot path)
@@ -275,8 +277,7 @@ class SendProcessor:
             "queueId": str(queue_id),
             "queueOffset": str(result.queue_offset),
         }
-        if not is_batch:
-            inner = inners[0]
+        if inner is not None:
             uniq = inner.get_property(pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
             if uniq:
                 ext["transactionId"] = uniq
@@ -300,7 +301,7 @@ class SendProcessor:
 
     def _check_and_send(
         self, cmd: RemotingCommand, conn: Connection, h: SendMessageRequestHeader | _SendHeader
-    ) -> RemotingCommand | tuple[list[MessageInner], int, bool]:
+    ) -> RemotingCommand | tuple[MessageInner | MessageBatch, int]:
         """``SendMessageProcessor.sendMessage`` / ``sendBatchMessage`` up to the store put.
 
         :meth:`_msg_check`, then the queue (a random writable one for ``queueId < 0``), the body
@@ -308,7 +309,7 @@ class SendProcessor:
         store: :meth:`_build_batch` or :meth:`_build_single`.
 
         Returns:
-            The error response, or (messages to store, queue id, is batch).
+            The error response, or (the message or batch to store, queue id).
         """
         if type(h) is not _SendHeader:  # _SendHeader is only built with these set
             for name in ("producer_group", "topic", "queue_id", "born_timestamp"):
@@ -390,7 +391,7 @@ class SendProcessor:
         body: bytes,
         props: dict[str, str],
         sys_flag: int,
-    ) -> RemotingCommand | tuple[list[MessageInner], int, bool]:
+    ) -> RemotingCommand | tuple[MessageInner | MessageBatch, int]:
         """The one message of a SEND_MESSAGE(_V2) (``sendMessage`` after ``msgCheck``).
 
         :meth:`_retry_redirect` (``handleRetryAndDLQ``); a ``UNIQ_KEY`` when the producer sent
@@ -426,9 +427,9 @@ class SendProcessor:
             topic, queue_id, body, h.flag or 0, props, sys_flag, h.born_timestamp or 0, conn.remote_address, reconsume
         )
         if half:
-            return [half_message(inner)], queue_id, False
+            return half_message(inner), queue_id
         try:
-            return [b.apply_delay(inner)], queue_id, False
+            return b.apply_delay(inner), queue_id
         except TimerMessageIllegalError:  # WHEEL_TIMER_MSG_ILLEGAL
             return error(cmd, ResponseCode.MESSAGE_ILLEGAL, illegal_remark(b.config.timer_max_delay_sec))
         except TimerNotEnabledError as exc:  # WHEEL_TIMER_NOT_ENABLE
@@ -477,7 +478,7 @@ class SendProcessor:
         body: bytes,
         envelope: dict[str, str],
         sys_flag: int,
-    ) -> RemotingCommand | tuple[list[MessageInner], int, bool]:
+    ) -> RemotingCommand | tuple[MessageInner | MessageBatch, int]:
         b = self.broker
         if retry.is_retry_topic(topic):
             return error(cmd, ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {topic}")
@@ -491,13 +492,8 @@ class SendProcessor:
             level = 0
         if level > 0:
             return error(cmd, ResponseCode.MESSAGE_ILLEGAL, "batch messages cannot carry a delay level")
-        try:
-            entries = pm.decode_batch(body)
-        except ProtocolError as exc:
-            return error(cmd, ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {exc}")
-        if not entries:
+        if not body:
             return error(cmd, ResponseCode.MESSAGE_ILLEGAL, "empty batch body")
-        wait = envelope.get(pm.PROPERTY_WAIT_STORE_MSG_OK)
         # 5.x buildMsgContext puts MSG_REGION / TRACE_ON into the envelope, whose properties the
         # encoder appends to every message's; then CLUSTER
         tail = (
@@ -505,30 +501,20 @@ class SendProcessor:
             f"{pm.PROPERTY_TRACE_SWITCH}\x01{'true' if b.config.trace_on else 'false'}\x02"
             f"{pm.PROPERTY_CLUSTER}\x01{b.config.broker_cluster_name}\x02"
         )
-        next_id = b.unique_ids.next_id
-        born, host, reconsume = h.born_timestamp or 0, conn.remote_address, h.reconsume_times or 0
-        store_host = b.address
-        # MessageInner(topic, queue_id, body, flag, properties, sys_flag, born_timestamp, born_host,
-        # store_host, reconsume_times): positional, as _inner builds it (once per message here)
-        return (
-            [
-                MessageInner(
-                    topic,
-                    queue_id,
-                    mbody,
-                    flag,
-                    _batch_inner_properties(props_str, wait, tail, next_id),
-                    sys_flag,
-                    born,
-                    host,
-                    store_host,
-                    reconsume,
-                )
-                for flag, mbody, props_str in entries
-            ],
+        batch = MessageBatch(
+            topic,
             queue_id,
-            True,
+            body,
+            tail,
+            envelope.get(pm.PROPERTY_WAIT_STORE_MSG_OK),
+            b.unique_ids.next_id,
+            sys_flag,
+            h.born_timestamp or 0,
+            conn.remote_address,
+            b.address,
+            h.reconsume_times or 0,
         )
+        return batch, queue_id
 
     def _inner(
         self,
@@ -625,39 +611,3 @@ class SendProcessor:
 
 
 __all__ = ["SendProcessor", "put_status_code", "status_name"]
-
-
-_UNIQ_PAIR: Final = pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX + "\x01"
-_WAIT_PAIR: Final = pm.PROPERTY_WAIT_STORE_MSG_OK + "\x01"
-_CLUSTER_PAIR: Final = pm.PROPERTY_CLUSTER + "\x01"
-
-
-def _has_key(props: str, pair: str) -> bool:
-    """``props`` (a wire properties string) holds the key of ``pair`` (``"KEY\x01"``)."""
-    return props.startswith(pair) or ("\x02" + pair) in props
-
-
-def _batch_inner_properties(props: str, wait: str | None, tail: str, next_id: Callable[[], str]) -> str:
-    """The properties stored for one message of a batch, spliced as a string (no parse).
-
-    Stores the message's own properties (apache/rocketmq e1021ecc73: never the envelope's
-    UNIQ_KEY) plus, when missing, a broker-made UNIQ_KEY and the envelope's WAIT, then ``tail``
-    (the broker's pairs: MSG_REGION, TRACE_ON, CLUSTER) — as Java's ``MessageExtEncoder``
-    appends to the inner properties bytes instead of re-serialising them; a name in both is read
-    with the last value, the broker's. A message that already carries CLUSTER is parsed so that
-    the broker's pairs replace its own, not double them.
-    """
-    if _CLUSTER_PAIR in props and _has_key(props, _CLUSTER_PAIR):
-        d = pm.string_to_properties(props)
-        d.setdefault(pm.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, next_id())
-        if wait is not None:
-            d.setdefault(pm.PROPERTY_WAIT_STORE_MSG_OK, wait)
-        d.update(pm.string_to_properties(tail))
-        return pm.properties_to_string(d)
-    if props and props[-1] != "\x02":
-        props += "\x02"
-    if not _has_key(props, _UNIQ_PAIR):
-        props += f"{_UNIQ_PAIR}{next_id()}\x02"
-    if wait is not None and not _has_key(props, _WAIT_PAIR):
-        props += f"{_WAIT_PAIR}{wait}\x02"
-    return props + tail
