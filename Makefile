@@ -10,7 +10,8 @@ PYTEST_ARGS ?=
 
 .PHONY: demo test lint interop venv bench bench-restart clean
 
-$(STAMP): pyproject.toml
+# setup.py builds the optional compiled loop (src/rocketpipe/store/_batch_records.c); a change to it re-installs
+$(STAMP): pyproject.toml setup.py src/rocketpipe/store/_batch_records.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[spark,demo,console,grpc,dev]'

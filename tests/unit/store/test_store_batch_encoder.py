@@ -21,7 +21,7 @@ from rocketpipe.protocol.message import (
     string_to_properties,
     tag_code,
 )
-from rocketpipe.store import MessageBatch, MessageStore, PutStatus
+from rocketpipe.store import MessageBatch, MessageStore, PutStatus, batch_encoder
 from rocketpipe.store.api import property_value
 from rocketpipe.store.batch_encoder import batch_inner_properties as _batch_inner_properties
 from rocketpipe.store.batch_encoder import decode_inners, encode_batch
@@ -98,7 +98,20 @@ def test_the_brokers_region_and_trace_switch_replace_a_messages_own() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# encode_batch: one pass over the wire body, byte for byte the general path's records
+# encode_batch: one pass over the wire body, byte for byte the general path's records. Every test
+# below runs twice: with the compiled loop (setup.py's optional extension, which this project's
+# installs build) and with the pure-Python loop that is the reference and the fallback.
+
+
+@pytest.fixture(params=["compiled", "python"], autouse=True)
+def loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "python":
+        monkeypatch.setattr(batch_encoder, "_compiled", None)
+    else:
+        assert batch_encoder._compiled_encode is not None, "the compiled loop was not built (pip install -e .)"
+        monkeypatch.setattr(batch_encoder, "_compiled", batch_encoder._compiled_encode)
+    return str(request.param)
+
 
 STORE_HOSTS = st.sampled_from(["127.0.0.1:10911", "[::1]:10911"])
 BORN_HOSTS = st.sampled_from(["10.0.0.7:50000", "[fe80::1]:4000"])
@@ -293,3 +306,13 @@ def test_batches_the_one_pass_does_not_serve_take_the_general_path(tmp_path: Pat
         assert r.is_ok and s.get_max_offset("TopicA", 3) == 2  # a prepared record gets no queue entry
     finally:
         s.close()
+
+
+@given(body=st.binary(max_size=120) | entries.map(_wire).flatmap(lambda w: st.integers(0, len(w)).map(lambda k: w[:k])))
+def test_any_body_is_encoded_or_refused_with_a_protocol_error(body: bytes) -> None:
+    b = _batch("TopicA", body, "true", "10.0.0.7:50000", "127.0.0.1:10911")
+    try:
+        enc = encode_batch(b, 0, 0, 1, lambda t: tag_code(t.decode()))
+    except ProtocolError:
+        return
+    assert enc.records == _general_path(_batch("TopicA", body, "true", "10.0.0.7:50000", "127.0.0.1:10911"), 0, 0, 1)[0]

@@ -1,0 +1,18 @@
+"""The optional compiled loop of ``rocketpipe.store.batch_encoder`` (everything else is in pyproject.toml).
+
+``optional=True``: without a C compiler or zlib's headers the build goes on without it and the
+pure-Python loop is used; the package behaves the same either way.
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "rocketpipe.store._batch_records",
+            ["src/rocketpipe/store/_batch_records.c"],
+            libraries=["z"],
+            optional=True,
+        )
+    ]
+)
