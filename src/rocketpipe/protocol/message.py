@@ -447,13 +447,22 @@ class UniqueIdGenerator:
 
     def next_id(self) -> str:
         """Return a new unique key (32 upper-case hex chars)."""
+        counter = next(self._counter) & 0xFFFF
+        return f"{self._time_prefix()}{counter:04X}"
+
+    def next_ids(self, n: int) -> list[str]:
+        """Return ``n`` new unique keys (as :meth:`next_id`, one clock read for all: a batch's)."""
+        base, counter = self._time_prefix(), self._counter
+        return [f"{base}{next(counter) & 0xFFFF:04X}" for _ in range(n)]
+
+    def _time_prefix(self) -> str:
+        """The first 28 hex chars of a key made now: the fixed prefix + ms since the month's start."""
         now = time.time()  # clock seam not needed: ids only need to be unique
         month = self._month
         if now >= month[1]:
             month = self._month = self._month_bounds(now)
-        counter = next(self._counter) & 0xFFFF
         elapsed = max(0, int((now - month[0]) * 1000)) & 0xFFFFFFFF
-        return f"{self._prefix}{elapsed:08X}{counter:04X}"
+        return f"{self._prefix}{elapsed:08X}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -967,6 +976,9 @@ def iter_record_spans(buf: bytes | memoryview) -> Iterator[tuple[int, int]]:
 # Batch body
 
 
+_BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLENGTH of a batch entry
+
+
 def encode_batch(messages: list[Message]) -> bytes:
     """Encode the SEND_BATCH_MESSAGE body (``MessageDecoder.encodeMessages``); bodies uncompressed.
 
@@ -974,19 +986,17 @@ def encode_batch(messages: list[Message]) -> bytes:
         InvalidArgumentError: a message's properties exceed 32767 bytes.
     """
     parts: list[bytes] = []
+    add, head, i16 = parts.extend, _BATCH_HEAD.pack, _I16.pack
     for m in messages:
-        pb = properties_to_string(m.properties).encode()
-        if len(pb) > 32767:
-            raise InvalidArgumentError(f"properties of {len(pb)} bytes exceed 32767")
-        total = 4 + 4 + 4 + 4 + 4 + len(m.body) + 2 + len(pb)
-        parts.append(struct.pack(">iiiii", total, 0, 0, m.flag, len(m.body)))
-        parts.append(m.body)
-        parts.append(_I16.pack(len(pb)))
-        parts.append(pb)
+        # properties_to_string inlined (a call per message is a fifth of this loop)
+        pb = "".join([f"{k}\x01{v}\x02" for k, v in m.properties.items() if v is not None]).encode()
+        plen = len(pb)
+        if plen > 32767:
+            raise InvalidArgumentError(f"properties of {plen} bytes exceed 32767")
+        body = m.body
+        blen = len(body)
+        add((head(22 + blen + plen, 0, 0, m.flag, blen), body, i16(plen), pb))
     return b"".join(parts)
-
-
-_BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLENGTH of a batch entry
 
 
 def decode_batch(buf: bytes | memoryview) -> list[tuple[int, bytes, str]]:

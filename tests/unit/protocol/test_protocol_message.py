@@ -279,6 +279,17 @@ def test_unique_ids_are_unique_hex() -> None:
     assert len(set(ids[:65535])) == 65535
 
 
+def test_a_batch_of_unique_ids_shares_one_time_part_and_continues_the_counter() -> None:
+    gen = UniqueIdGenerator(b"\x0a\x00\x00\x05")
+    first = gen.next_id()
+    batch = gen.next_ids(1000)
+    after = gen.next_id()
+    assert len(batch) == 1000 and all(re.fullmatch(r"[0-9A-F]{32}", i) for i in batch)
+    assert len({i[:28] for i in batch}) == 1  # one clock read: prefix + ms since the month began
+    counters = [int(i[28:], 16) for i in (first, *batch, after)]
+    assert counters == list(range(counters[0], counters[0] + 1002))  # the same counter as next_id
+
+
 def test_message_build_and_queue_order() -> None:
     m = Message.build("T", "hi", tags="a", keys=["k1", "k2"], delay_time_level=3)
     assert (m.body, m.tags, m.keys, m.delay_time_level, m.properties["WAIT"]) == (b"hi", "a", "k1 k2", 3, "true")

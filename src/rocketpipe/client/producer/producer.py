@@ -689,16 +689,20 @@ class Producer:
         if not msgs:
             raise InvalidArgumentError("batch must contain at least one message")
         topic = msgs[0].topic
+        if is_retry_topic(topic):
+            raise InvalidArgumentError("retry group messages are not supported for batching")
+        keyless: list[dict[str, str]] = []
         for m in msgs:
             if m.topic != topic:
                 raise InvalidArgumentError("all messages of a batch must have the same topic")
             if m.delay_time_level > 0:
                 raise InvalidArgumentError("delay levels are not supported for batch messages")
-            if is_retry_topic(topic):
-                raise InvalidArgumentError("retry group messages are not supported for batching")
             self._check_message(m)
             if PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX not in m.properties:
-                m.properties[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = self._ids.next_id()
+                keyless.append(m.properties)
+        if keyless:  # one clock read for the batch's new keys
+            for props, uniq in zip(keyless, self._ids.next_ids(len(keyless)), strict=True):
+                props[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq
         body = encode_batch(msgs)
         if len(body) > self.max_message_size:
             raise InvalidArgumentError(
