@@ -412,14 +412,6 @@ class Broker:
             self._on_arrival(inner, result)
         return result
 
-    def put_messages(self, inners: list[MessageInner]) -> PutResult:
-        """Append a batch (consecutive offsets in one queue) and wake held pulls."""
-        result = self.store.put_messages(inners)
-        if result.is_ok and inners:
-            self.stats.on_put(inners[0].topic, result.msg_num, result.wrote_bytes)
-            self._on_arrival(inners[-1], result, inners)
-        return result
-
     def put_batch(self, batch: MessageBatch) -> PutResult:
         """Append a client's batch (consecutive offsets in one queue) and wake held pulls."""
         result = self.store.put_batch(batch)
@@ -517,17 +509,15 @@ class Broker:
         self._notify_wake.set()
 
     # ------------------------------------------------------------------ arrival / held pulls
-    def _on_arrival(self, inner: MessageInner, result: PutResult, batch: list[MessageInner] | None = None) -> None:
-        """Wake the pulls held on ``inner``'s queue; a batch notifies with every message's tag code."""
+    def _on_arrival(self, inner: MessageInner, result: PutResult) -> None:
+        """Wake the pulls held on ``inner``'s queue (a batch: :meth:`put_batch`)."""
         self.pop.notify_message_arriving(inner.topic)
         if not self.hold.has(inner.topic, inner.queue_id):
             return
-        tags_codes = [_tags_code_of(m) for m in batch] if batch else _tags_code_of(inner)
+        tags_codes = _tags_code_of(inner)
         self._release_held(inner.topic, inner.queue_id, result, tags_codes)
 
-    def _release_held(
-        self, topic: str, queue_id: int, result: PutResult, tags_codes: int | list[int] | list[int | None] | None
-    ) -> None:
+    def _release_held(self, topic: str, queue_id: int, result: PutResult, tags_codes: int | list[int] | None) -> None:
         """Re-run the pulls held on (topic, queue) that the put's messages satisfy."""
         max_offset = result.queue_offset + max(1, result.msg_num)
         released = self.hold.on_arrival(topic, queue_id, max_offset, tags_codes, self.loop_time())

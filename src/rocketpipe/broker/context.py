@@ -87,10 +87,6 @@ class BrokerContext(Protocol):
         """Append one message (counted in ``msgPutTotalTodayNow``) and wake the pulls held on its queue."""
         ...
 
-    def put_messages(self, inners: list[MessageInner]) -> PutResult:
-        """Append a batch (consecutive offsets in one queue) and wake held pulls."""
-        ...
-
     def put_batch(self, batch: MessageBatch) -> PutResult:
         """Append a client's batch, encoded from its wire body (consecutive offsets in one queue),
         and wake held pulls."""
