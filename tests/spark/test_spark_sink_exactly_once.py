@@ -191,6 +191,33 @@ def _run_driver(args: list[str]) -> subprocess.Popen[str]:
     )
 
 
+def _write_parts(src: Path, parts: int, rows: int) -> None:
+    """``parts`` JSON files of ``rows`` numbered rows each (0, 1, … in order), the stream's input."""
+    src.mkdir()
+    for k in range(parts):
+        (src / f"part-{k}.json").write_text("".join(f'{{"n": {n}}}\n' for n in range(rows * k, rows * (k + 1))))
+
+
+def _finished(driver: subprocess.Popen[str]) -> str:
+    """The driver's output once it exited 0 (its process group killed if it outlives 600 s)."""
+    try:
+        out, _ = driver.communicate(timeout=600)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(30)
+    assert driver.returncode == 0, out[-3000:]
+    return out
+
+
+def _assert_each_row_once(ns: str, topic: str, n: int) -> list[int]:
+    """The topic holds rows 0 … n-1, each exactly once; returns them sorted."""
+    values = sorted(int(m.body) for m in pull_all(ns, topic))
+    assert len(values) == len(set(values)), f"{len(values) - len(set(values))} rows delivered twice"
+    assert values == list(range(n)), f"{n - len(set(values))} rows missing"
+    return values
+
+
 def test_driver_killed_mid_commit_then_restarted_delivers_each_row_once(ns: str, tmp_path: Path) -> None:
     """SIGKILL of the whole driver (JVM and Python workers) once the first micro-batch's decision
     is logged and some of its halves are visible, but not all; the restarted query replays the
@@ -198,9 +225,7 @@ def test_driver_killed_mid_commit_then_restarted_delivers_each_row_once(ns: str,
     rows = 5_000
     topic = _topic("EosKill", ns, 4)
     src, ckpt, txlog = tmp_path / "in", tmp_path / "ckpt", tmp_path / "txlog"
-    src.mkdir()
-    for k in range(3):
-        (src / f"part-{k}.json").write_text("".join(f'{{"n": {n}}}\n' for n in range(rows * k, rows * (k + 1))))
+    _write_parts(src, 3, rows)
     args = [ns, topic, str(src), str(ckpt), str(txlog)]
 
     driver = _run_driver(args)
@@ -226,17 +251,8 @@ def test_driver_killed_mid_commit_then_restarted_delivers_each_row_once(ns: str,
     assert seen["done"] is False
     partial = int(seen["visible"])  # type: ignore[call-overload]
 
-    restarted = _run_driver(args)
-    try:
-        out, _ = restarted.communicate(timeout=600)
-    finally:
-        if restarted.poll() is None:
-            os.killpg(restarted.pid, signal.SIGKILL)
-            restarted.wait(30)
-    assert restarted.returncode == 0, out[-3000:]
-    values = sorted(int(m.body) for m in pull_all(ns, topic))
-    assert len(values) == len(set(values)), f"{len(values) - len(set(values))} rows delivered twice"
-    assert values == list(range(3 * rows)), f"{3 * rows - len(set(values))} rows missing"
+    _finished(_run_driver(args))
+    values = _assert_each_row_once(ns, topic, 3 * rows)
     query_dir = next(txlog.iterdir())
     assert all((query_dir / f"{b}.done").exists() for b in range(3))
     print(f"killed with {partial} of {rows} rows of batch 0 committed; after restart {len(values)} rows, 0 duplicates")
@@ -290,9 +306,7 @@ def test_python_workers_killed_mid_write_are_retried_and_deliver_each_row_once(t
         ns, broker_port = tc.cluster.namesrv_addr, int(tc.cluster.broker_addr.rsplit(":", 1)[1])
         topic = _topic("EosExecKill", ns, 4)
         src, ckpt, txlog = tmp_path / "in", tmp_path / "ckpt", tmp_path / "txlog"
-        src.mkdir()
-        for k in range(2):
-            (src / f"part-{k}.json").write_text("".join(f'{{"n": {n}}}\n' for n in range(rows * k, rows * (k + 1))))
+        _write_parts(src, 2, rows)
 
         driver = _run_driver([ns, topic, str(src), str(ckpt), str(txlog), "local[2,4]"])
         writers: list[int] = []
@@ -312,15 +326,13 @@ def test_python_workers_killed_mid_write_are_retried_and_deliver_each_row_once(t
             for pid in writers:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-            out, _ = driver.communicate(timeout=600)
-        finally:
+        except BaseException:
             if driver.poll() is None:
                 os.killpg(driver.pid, signal.SIGKILL)
             driver.wait(30)
-        assert driver.returncode == 0, out[-3000:]
-        values = sorted(int(m.body) for m in pull_all(ns, topic))
-        assert len(values) == len(set(values)), f"{len(values) - len(set(values))} rows delivered twice"
-        assert values == list(range(2 * rows)), f"{2 * rows - len(set(values))} rows missing"
+            raise
+        _finished(driver)
+        values = _assert_each_row_once(ns, topic, 2 * rows)
         stored, committed = _halves_stored(tc), _ended(tc)[0]
         assert committed == 2 * rows and stored > 2 * rows, (stored, committed)
         print(f"killed {len(writers)} workers; {stored} halves stored, {committed} committed, {len(values)} rows")

@@ -209,7 +209,9 @@ def encode_batch(
 
     Raises:
         ProtocolError: an entry is truncated, its sizes are inconsistent, or its properties are
-            not UTF-8 (the batch is refused whole).
+            not UTF-8 (the batch is refused whole). Java splices such bytes unchecked; we refuse
+            them at the put, as the general path always did, because every reader here decodes
+            properties strictly and a stored record that cannot be decoded would fail each pull.
         InvalidArgumentError: a record's properties exceed 32767 bytes, or a host is not ``ip:port``.
     """
     topic = batch.topic
