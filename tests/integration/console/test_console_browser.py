@@ -334,12 +334,18 @@ def test_key_search_finds_the_message(env: Env, browser: WebDriver) -> None:
     Select(d.find_element(By.ID, "search-mode")).select_by_value("key")
     d.find_element(By.ID, "search-key").send_keys("order-42")
 
-    def found(d: WebDriver) -> bool:  # the key index is written asynchronously: search again
-        d.find_element(By.ID, "search-btn").click()
-        return bool(d.find_elements(By.CSS_SELECTOR, "#results tr.message"))
+    d.find_element(By.ID, "search-btn").click()
+    until(d, lambda d: "key=order-42" in d.current_url, "the form's GET to load")
 
-    until(d, found, "the key search to find the message")
-    rows = d.find_elements(By.CSS_SELECTOR, "#results tr.message")
+    def found(d: WebDriver) -> list[Any]:
+        # The key index is written behind the put: search again by reloading the submitted GET
+        # (refresh waits for the page; clicking again could read the old page mid-navigation).
+        rows = d.find_elements(By.CSS_SELECTOR, "#results tr.message")
+        if not rows:
+            d.refresh()
+        return rows
+
+    rows = until(d, found, "the key search to find the message")
     assert len(rows) == 1
     assert rows[0].find_element(By.CSS_SELECTOR, "td.body").text == "the answer is 42"
     assert rows[0].find_element(By.CSS_SELECTOR, "td.keys").text == "order-42"
