@@ -1,4 +1,5 @@
-"""The optional compiled loop of ``rocketpipe.store.batch_encoder`` (everything else is in pyproject.toml).
+"""The optional compiled loops of ``rocketpipe.store.batch_encoder`` and
+``rocketpipe.protocol.message.decode_records`` (everything else is in pyproject.toml).
 
 ``optional=True``: without a C compiler or zlib's headers the build goes on without it and the
 pure-Python loop is used; the package behaves the same either way.
@@ -13,6 +14,7 @@ setup(
             ["src/rocketpipe/store/_batch_records.c"],
             libraries=["z"],
             optional=True,
-        )
+        ),
+        Extension("rocketpipe.protocol._records", ["src/rocketpipe/protocol/_records.c"], optional=True),
     ]
 )

@@ -13,6 +13,7 @@ All integers are big-endian. Timestamps are milliseconds since the epoch.
 
 from __future__ import annotations
 
+import importlib
 import ipaddress
 import itertools
 import os
@@ -23,7 +24,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Final
+from typing import Any, Final
 
 from ..errors import InvalidArgumentError, ProtocolError
 from . import sysflag as sf
@@ -731,6 +732,14 @@ class _HostCache(dict[int, tuple[str, str]]):
 
 _HOST_CACHE = _HostCache()
 
+try:  # decode_records' loop compiled (setup.py builds it when a C compiler is there); else the Python loop.
+    # By name: the import graph checks (import-linter, the cycle test) only see .py modules.
+    _compiled_decode: Any = importlib.import_module(f"{__package__}._records").decode
+except ImportError:  # pragma: no cover - a build without the extension
+    _compiled_decode = None
+#: the compiled loop, or None: the pure-Python one (also with ROCKETPIPE_PURE_PYTHON=1)
+_compiled: Any = None if os.environ.get("ROCKETPIPE_PURE_PYTHON") == "1" else _compiled_decode
+
 
 def _decode_hosts_v6(mv: memoryview, p: int, end: int, sys_flag: int) -> tuple[str, int, str, str, int, int, int, int]:
     """Decode BORNHOST … BODYLENGTH when a host is IPv6 (20 bytes: 16 address + 4 port).
@@ -871,17 +880,27 @@ def decode_records(
 ) -> list[MessageExt]:
     """Decode every record of a pull-response body.
 
-    The records of a ``bytes`` body are decoded in one loop (no call per record) while they are
-    the common kind — v1 magic, IPv4 hosts, a body read and not to be inflated — with the
-    topic decoded once per run of records of the same topic; any other record, and any
-    record that fails a check, goes through :func:`decode_record` (same result, same errors).
+    The records are decoded in one loop (no call per record) while they are the common kind —
+    v1 magic, IPv4 hosts, a body read and not to be inflated — with the topic decoded once per
+    run of records of the same topic; any other record, and any record that fails a check, goes
+    through :func:`decode_record` (same result, same errors). That loop runs compiled when the
+    optional extension ``rocketpipe.protocol._records`` was built (any contiguous buffer), else
+    in Python (``bytes`` bodies; ``ROCKETPIPE_PURE_PYTHON=1`` forces it).
 
     Raises:
         ProtocolError: a record is malformed (unlike Java, which silently drops the rest).
     """
     out: list[MessageExt] = []
     mv = memoryview(buf)
-    pos, n = 0, len(mv)
+    pos, n = 0, mv.nbytes
+    if _compiled is not None and read_body and mv.c_contiguous:
+        skip = _V6_HOSTS | (sf.COMPRESSED_FLAG if decompress_body else 0)
+        while True:
+            pos = _compiled(mv, pos, out, MessageExt, _HOST_CACHE, skip)
+            if pos >= n:
+                return out
+            msg, pos = decode_record(mv, pos, decompress_body=decompress_body)
+            out.append(msg)
     if type(buf) is not bytes or not read_body:
         while pos < n:
             msg, pos = decode_record(mv, pos, read_body=read_body, decompress_body=decompress_body)

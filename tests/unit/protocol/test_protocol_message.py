@@ -15,7 +15,6 @@ from rocketpipe.protocol import sysflag as sf
 from rocketpipe.protocol.compression import compress_zlib, decompress
 from rocketpipe.protocol.message import (
     Message,
-    MessageExt,
     MessageQueue,
     UniqueIdGenerator,
     create_offset_msg_id,
@@ -298,69 +297,3 @@ def test_message_build_and_queue_order() -> None:
     qs = [MessageQueue("T", "b", 2), MessageQueue("S", "z", 9), MessageQueue("T", "a", 5)]
     assert sorted(qs) == [MessageQueue("S", "z", 9), MessageQueue("T", "a", 5), MessageQueue("T", "b", 2)]
     assert MessageQueue.from_json(qs[0].to_json()) == qs[0]
-
-
-def _record_loop(buf: bytes | memoryview, **kw: bool) -> list[MessageExt]:
-    out: list[MessageExt] = []
-    pos = 0
-    while pos < len(buf):
-        msg, pos = decode_record(buf, pos, **kw)
-        out.append(msg)
-    return out
-
-
-def _mixed_records() -> bytes:
-    """Records of every kind: IPv4 / IPv6 hosts, compressed bodies, empty properties, two topics,
-    properties Java's parser drops or keeps in part."""
-    recs = []
-    for i in range(12):
-        body = bytes(range(i * 7 % 256)) * 3
-        sys_flag = 0
-        if i % 4 == 3:
-            body, sys_flag = compress_zlib(body), sf.COMPRESSED_FLAG
-        props: str | dict[str, str] = [{}, {"UNIQ_KEY": f"K{i}", "TAGS": "a"}, "A\x01\x01b\x02\x02c\x01d\x02k\x01"][
-            i % 3
-        ]
-        recs.append(
-            encode_record(
-                topic="T" if i < 6 else "Other",
-                body=body,
-                properties=props,
-                queue_id=i % 2,
-                queue_offset=i,
-                physical_offset=i * 1000,
-                sys_flag=sys_flag,
-                born_host="[::1]:5" if i % 5 == 4 else "10.0.0.2:9",
-                store_host="[::2]:3" if i % 6 == 5 else "127.0.0.1:10911",
-            )
-        )
-    return b"".join(recs)
-
-
-def test_decode_records_one_loop_equals_decode_record() -> None:
-    # the loop of decode_records (bytes bodies) gives exactly what decode_record gives, record by record
-    buf = _mixed_records()
-    for kw in ({}, {"decompress_body": False}, {"read_body": False}):
-        expected = _record_loop(buf, **kw)
-        assert decode_records(buf, **kw) == expected
-        assert decode_records(memoryview(buf), **kw) == expected
-    assert {m.topic for m in decode_records(buf)} == {"T", "Other"}
-
-
-def test_decode_records_corrupt_bodies_fail_as_decode_record_does() -> None:
-    buf = _mixed_records()
-    for at in range(0, len(buf), 7):
-        for value in (0x00, 0x7F, 0x80, 0xFF):
-            raw = bytearray(buf)
-            raw[at] = value
-            for cut in (len(raw), len(raw) - 1, at + 1):
-                data = bytes(raw[:cut])
-                try:
-                    expected: object = _record_loop(data)
-                except ProtocolError as exc:
-                    expected = str(exc)
-                try:
-                    got: object = decode_records(data)
-                except ProtocolError as exc:
-                    got = str(exc)
-                assert got == expected, (at, value, cut)

@@ -1,0 +1,311 @@
+/* Compiled loop of rocketpipe.protocol.message.decode_records (optional; the Python loop in
+ * message.py is the reference and the fallback, and the unit tests run both).
+ *
+ * decode(buf, pos, out, cls, hosts, skip) -> int
+ *
+ * Decodes the commit-log records of `buf` (any contiguous buffer) from `pos` while they are the
+ * common kind (MessageDecoder.decode's layout: v1 magic, IPv4 born and store hosts, no sysflag bit
+ * of `skip`, every length inside the record, topic and properties valid UTF-8, every property
+ * pair with a name and a value), appending cls(topic, body, flag, properties, queue_id,
+ * queue_offset, commit_log_offset, store_size, sys_flag, born_timestamp, born_host,
+ * store_timestamp, store_host, body_crc, reconsume_times, prepared_transaction_offset,
+ * offset_msg_id) to `out` for each. Returns the position of the first record it did not decode
+ * (len(buf) when all were): the caller decodes that one with decode_record (which raises the
+ * precise ProtocolError for a malformed record) and calls again after it.
+ * `hosts` maps an 8-byte IPv4 host field, read as a big-endian unsigned 64-bit number, to
+ * ("ip:port", upper-case hex) (message._HOST_CACHE, whose __missing__ fills it).
+ * Errors: only MemoryError and the like; a record it cannot decode is left to the caller.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+#define MAGIC_V1 ((int32_t)0xDAA320A7) /* MessageDecoder.MESSAGE_MAGIC_CODE, -626843481 */
+#define BODY_POS 88
+#define MIN_RECORD 91
+#define N_FIELDS 17
+
+static int32_t be32(const unsigned char *p) {
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
+}
+
+static uint64_t be64u(const unsigned char *p) {
+    return ((uint64_t)(uint32_t)be32(p) << 32) | (uint64_t)(uint32_t)be32(p + 4);
+}
+
+static int has_high_bit(const unsigned char *p, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (p[i] & 0x80) return 1;
+    }
+    return 0;
+}
+
+/* str of p[0:n] (UTF-8); NULL with the error cleared (*bad = 1) when not UTF-8, NULL with an
+ * error set otherwise. */
+static PyObject *text(const unsigned char *p, Py_ssize_t n, int *bad) {
+    PyObject *s = PyUnicode_DecodeUTF8((const char *)p, n, "strict");
+    if (s == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+        PyErr_Clear();
+        *bad = 1;
+    }
+    return s;
+}
+
+/* Property names and values seen in one call: records of one pull repeat the names and most
+ * values (WAIT, TAGS, CLUSTER, ...), so each is decoded and hashed once per call. */
+#define PAIRS_KEPT 16
+typedef struct {
+    const unsigned char *name; /* in the buffer, held for the call */
+    Py_ssize_t name_len;
+    PyObject *name_str;
+    const unsigned char *value; /* the last value seen with this name */
+    Py_ssize_t value_len;
+    PyObject *value_str;
+} seen_pair;
+
+typedef struct {
+    seen_pair pairs[PAIRS_KEPT];
+    int n;
+} seen_pairs;
+
+static void seen_clear(seen_pairs *seen) {
+    for (int i = 0; i < seen->n; i++) {
+        Py_DECREF(seen->pairs[i].name_str);
+        Py_XDECREF(seen->pairs[i].value_str);
+    }
+    seen->n = 0;
+}
+
+/* Set d[name] = value for the pair at name[0:nl], value[0:vl]; -1 with *bad = 1 when either is
+ * not UTF-8, -1 with an error set otherwise. */
+static int set_pair(PyObject *d, seen_pairs *seen, const unsigned char *name, Py_ssize_t nl,
+                    const unsigned char *value, Py_ssize_t vl, int *bad) {
+    seen_pair *pair = NULL;
+    for (int i = 0; i < seen->n; i++) {
+        seen_pair *q = &seen->pairs[i];
+        if (q->name_len == nl && memcmp(q->name, name, (size_t)nl) == 0) {
+            pair = q;
+            break;
+        }
+    }
+    if (pair != NULL && pair->value_len == vl && memcmp(pair->value, value, (size_t)vl) == 0) {
+        return PyDict_SetItem(d, pair->name_str, pair->value_str);
+    }
+    PyObject *name_str;
+    if (pair != NULL) {
+        name_str = Py_NewRef(pair->name_str);
+    } else {
+        name_str = text(name, nl, bad);
+        if (name_str == NULL) return -1;
+    }
+    PyObject *value_str = text(value, vl, bad);
+    if (value_str == NULL) {
+        Py_DECREF(name_str);
+        return -1;
+    }
+    int rc = PyDict_SetItem(d, name_str, value_str);
+    if (pair == NULL && seen->n < PAIRS_KEPT) {
+        pair = &seen->pairs[seen->n++];
+        pair->name = name;
+        pair->name_len = nl;
+        pair->name_str = Py_NewRef(name_str);
+        pair->value_str = NULL;
+    }
+    if (pair != NULL) {
+        pair->value = value;
+        pair->value_len = vl;
+        Py_XSETREF(pair->value_str, Py_NewRef(value_str));
+    }
+    Py_DECREF(name_str);
+    Py_DECREF(value_str);
+    return rc;
+}
+
+/* The properties p[0:n] as a dict, as string_to_properties' loop: pairs split on \x02, name
+ * and value on the first \x01, pairs without a name or a value skipped. NULL with *bad = 1 when
+ * a skipped pair is not ASCII (the caller's reference path decides) or a pair is not UTF-8. */
+static PyObject *properties(const unsigned char *p, Py_ssize_t n, seen_pairs *seen, int *bad) {
+    PyObject *d = PyDict_New();
+    if (d == NULL) return NULL;
+    Py_ssize_t s = 0;
+    while (s <= n && n > 0) {
+        const unsigned char *sep = memchr(p + s, 2, (size_t)(n - s));
+        Py_ssize_t e = sep == NULL ? n : (Py_ssize_t)(sep - p);
+        const unsigned char *eq = memchr(p + s, 1, (size_t)(e - s));
+        Py_ssize_t k = eq == NULL ? e : (Py_ssize_t)(eq - p);
+        if (k == s || k + 1 >= e) { /* no name or no value: skipped */
+            if (has_high_bit(p + s, e - s)) {
+                *bad = 1;
+                Py_DECREF(d);
+                return NULL;
+            }
+        } else if (set_pair(d, seen, p + s, k - s, p + k + 1, e - k - 1, bad) < 0) {
+            Py_DECREF(d);
+            return NULL;
+        }
+        s = e + 1;
+    }
+    return d;
+}
+
+/* hosts[key] as a new reference (a 2-tuple of str), NULL with an error set. */
+static PyObject *host_entry(PyObject *hosts, uint64_t key) {
+    PyObject *k = PyLong_FromUnsignedLongLong(key);
+    if (k == NULL) return NULL;
+    PyObject *entry = PyObject_GetItem(hosts, k);
+    Py_DECREF(k);
+    if (entry != NULL && !(PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) == 2 &&
+                           PyUnicode_Check(PyTuple_GET_ITEM(entry, 0)) &&
+                           PyUnicode_IS_COMPACT_ASCII(PyTuple_GET_ITEM(entry, 1)))) {
+        Py_DECREF(entry);
+        PyErr_SetString(PyExc_TypeError, "hosts must map to (str, ASCII hex str)");
+        return NULL;
+    }
+    return entry;
+}
+
+/* *held: the entry of host field `key` (looked up when it is not the one *held_key names). */
+static int keep_host(PyObject *hosts, uint64_t key, PyObject **held, uint64_t *held_key) {
+    if (*held != NULL && *held_key == key) return 0;
+    PyObject *entry = host_entry(hosts, key);
+    if (entry == NULL) return -1;
+    Py_XSETREF(*held, entry);
+    *held_key = key;
+    return 0;
+}
+
+/* store hex + the physical offset as 16 upper-case hex digits (an ASCII str) */
+static PyObject *offset_msg_id(PyObject *hex, uint64_t phys) {
+    static const char digits[] = "0123456789ABCDEF";
+    Py_ssize_t hl = PyUnicode_GET_LENGTH(hex);
+    PyObject *s = PyUnicode_New(hl + 16, 127);
+    if (s == NULL) return NULL;
+    Py_UCS1 *out = PyUnicode_1BYTE_DATA(s);
+    memcpy(out, PyUnicode_1BYTE_DATA(hex), (size_t)hl);
+    for (int i = 15; i >= 0; i--) {
+        out[hl + i] = (Py_UCS1)digits[phys & 0xF];
+        phys >>= 4;
+    }
+    return s;
+}
+
+static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "decode(buf, pos, out, cls, hosts, skip)");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred()) return NULL;
+    PyObject *out = args[2], *cls = args[3], *hosts = args[4];
+    long skip = PyLong_AsLong(args[5]);
+    if (skip == -1 && PyErr_Occurred()) return NULL;
+    if (!PyList_Check(out)) {
+        PyErr_SetString(PyExc_TypeError, "out must be a list");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *b = (const unsigned char *)view.buf;
+    Py_ssize_t n = view.len;
+    PyObject *topic = NULL, *born = NULL, *store = NULL; /* last topic str, host entries */
+    Py_ssize_t topic_at = -1, topic_len = 0;
+    uint64_t born_key = 0, store_key = 0;
+    PyObject *result = NULL;
+    seen_pairs seen;
+    seen.n = 0;
+    if (pos < 0 || pos > n) {
+        PyErr_SetString(PyExc_ValueError, "pos out of range");
+        goto done;
+    }
+
+    while (pos < n && n - pos >= MIN_RECORD) {
+        const unsigned char *r = b + pos;
+        int32_t total = be32(r);
+        int32_t sys_flag = be32(r + 36);
+        int32_t blen = be32(r + 84);
+        if (be32(r + 4) != MAGIC_V1 || (sys_flag & skip) || total < MIN_RECORD || total > n - pos ||
+            blen < 0 || blen > total - BODY_POS - 1) {
+            break;
+        }
+        Py_ssize_t p = BODY_POS + blen;
+        Py_ssize_t tlen = r[p];
+        if (tlen > total - BODY_POS - blen - 3) break;
+        p += 1;
+        const unsigned char *tb = r + p;
+        p += tlen;
+        if (r[p] >= 0x80) break;
+        Py_ssize_t plen = ((Py_ssize_t)r[p] << 8) | r[p + 1];
+        p += 2;
+        if (plen > total - p) break;
+
+        int bad = 0;
+        if (topic == NULL || tlen != topic_len || memcmp(b + topic_at, tb, (size_t)tlen) != 0) {
+            PyObject *t = text(tb, tlen, &bad);
+            if (t == NULL) {
+                if (bad) break;
+                goto done;
+            }
+            Py_XSETREF(topic, t);
+            topic_at = tb - b;
+            topic_len = tlen;
+        }
+        PyObject *props = properties(r + p, plen, &seen, &bad);
+        if (props == NULL) {
+            if (bad) break;
+            goto done;
+        }
+        if (keep_host(hosts, be64u(r + 48), &born, &born_key) < 0 ||
+            keep_host(hosts, be64u(r + 64), &store, &store_key) < 0) {
+            Py_DECREF(props);
+            goto done;
+        }
+        int64_t poff = (int64_t)be64u(r + 28);
+        PyObject *f[N_FIELDS];
+        f[0] = Py_NewRef(topic);
+        f[1] = PyBytes_FromStringAndSize((const char *)r + BODY_POS, blen);
+        f[2] = PyLong_FromLong(be32(r + 16));
+        f[3] = props;
+        f[4] = PyLong_FromLong(be32(r + 12));
+        f[5] = PyLong_FromLongLong((int64_t)be64u(r + 20));
+        f[6] = PyLong_FromLongLong(poff);
+        f[7] = PyLong_FromLong(total);
+        f[8] = PyLong_FromLong(sys_flag);
+        f[9] = PyLong_FromLongLong((int64_t)be64u(r + 40));
+        f[10] = Py_NewRef(PyTuple_GET_ITEM(born, 0));
+        f[11] = PyLong_FromLongLong((int64_t)be64u(r + 56));
+        f[12] = Py_NewRef(PyTuple_GET_ITEM(store, 0));
+        f[13] = PyLong_FromLong(be32(r + 8));
+        f[14] = PyLong_FromLong(be32(r + 72));
+        f[15] = PyLong_FromLongLong((int64_t)be64u(r + 76));
+        f[16] = offset_msg_id(PyTuple_GET_ITEM(store, 1), (uint64_t)poff);
+        PyObject *msg = NULL;
+        int ok = 1;
+        for (int i = 0; i < N_FIELDS; i++) ok &= f[i] != NULL;
+        if (ok) msg = PyObject_Vectorcall(cls, f, N_FIELDS, NULL);
+        for (int i = 0; i < N_FIELDS; i++) Py_XDECREF(f[i]);
+        if (msg == NULL) goto done;
+        int rc = PyList_Append(out, msg);
+        Py_DECREF(msg);
+        if (rc < 0) goto done;
+        pos += total;
+    }
+    result = PyLong_FromSsize_t(pos);
+done:
+    seen_clear(&seen);
+    Py_XDECREF(topic);
+    Py_XDECREF(born);
+    Py_XDECREF(store);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL,
+     "decode(buf, pos, out, cls, hosts, skip) -> position of the first record not decoded"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_records", NULL, 0, methods};
+
+PyMODINIT_FUNC PyInit__records(void) { return PyModule_Create(&module); }
