@@ -155,9 +155,13 @@ async def test_java_requester_to_rocketpipe_replier(java_client: JavaClient, clu
         assert o["ok"], o.get("error")
         check_java_reply(o, i, cluster)
     if java_client.major == 5:
-        # the 5.x requester may be gone (its JVM ended) before the last replies: Java's remark
-        gone = f"push reply message fail, channel of <{res['clientId']}> not found."
-        assert all(e.remark == gone for e in rep.errors), rep.errors
+        # the 5.x requester may be gone (its JVM ended) before the last replies: Java's remarks
+        # for a channel already unregistered, or one still registered whose push then failed
+        gone = {
+            f"push reply message fail, channel of <{res['clientId']}> not found.",
+            f"push reply message to {res['clientId']}fail.",
+        }
+        assert all(e.remark in gone for e in rep.errors), rep.errors
     else:
         assert not rep.errors, rep.errors
 
