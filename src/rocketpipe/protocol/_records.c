@@ -156,6 +156,7 @@ static PyObject *host_entry(PyObject *hosts, uint64_t key) {
     Py_DECREF(k);
     if (entry != NULL && !(PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) == 2 &&
                            PyUnicode_Check(PyTuple_GET_ITEM(entry, 0)) &&
+                           PyUnicode_Check(PyTuple_GET_ITEM(entry, 1)) &&
                            PyUnicode_IS_COMPACT_ASCII(PyTuple_GET_ITEM(entry, 1)))) {
         Py_DECREF(entry);
         PyErr_SetString(PyExc_TypeError, "hosts must map to (str, ASCII hex str)");

@@ -876,7 +876,7 @@ def decode_record(
 
 
 def decode_records(
-    buf: bytes | memoryview, *, read_body: bool = True, decompress_body: bool = True
+    buf: bytes | bytearray | memoryview, *, read_body: bool = True, decompress_body: bool = True
 ) -> list[MessageExt]:
     """Decode every record of a pull-response body.
 

@@ -196,3 +196,24 @@ def test_the_compiled_loop_decodes_common_records_itself(loop: str) -> None:
     assert message._compiled(rec + v6 + rec, 0, [], MessageExt, message._HOST_CACHE, sf.BORNHOST_V6_FLAG) == len(rec)
     with pytest.raises(ValueError, match="pos out of range"):
         message._compiled(rec, len(rec) + 1, [], MessageExt, message._HOST_CACHE, 0)
+
+
+def test_the_compiled_loop_refuses_a_host_map_of_other_values(loop: str) -> None:
+    if loop == "python":
+        assert message._compiled is None
+        return
+    rec = encode_record(topic="T", body=b"abc", properties={}, queue_id=1)
+
+    class Hosts(dict[int, object]):
+        def __init__(self, value: object) -> None:
+            super().__init__()
+            self.value = value
+
+        def __missing__(self, key: int) -> object:
+            return self.value
+
+    for value in (("10.0.0.1:1", 5), ("10.0.0.1:1",), "10.0.0.1:1"):
+        with pytest.raises(TypeError, match="hosts must map to"):
+            message._compiled(rec, 0, [], MessageExt, Hosts(value), 0)
+    with pytest.raises(KeyError):  # a plain dict: no entry made on a miss
+        message._compiled(rec, 0, [], MessageExt, {}, 0)
