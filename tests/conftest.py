@@ -22,7 +22,7 @@ if os.environ.get("CI"):
 def _restore_root_logging() -> Iterator[None]:
     """The CLI's ``serve`` replaces the root logger's handlers (logging.basicConfig(force=True));
     put pytest's back after each test and close the ones a test left, so no handler outlives the
-    tmp_path file it writes to."""
+    tmp_path file it writes to; warnings go back to ``warnings`` (it also sets captureWarnings)."""
     root = logging.getLogger()
     saved_handlers, saved_level = root.handlers[:], root.level
     yield
@@ -31,3 +31,4 @@ def _restore_root_logging() -> Iterator[None]:
             handler.close()
     root.handlers[:] = saved_handlers
     root.setLevel(saved_level)
+    logging.captureWarnings(False)

@@ -125,19 +125,13 @@ def test_serve_rejects_out_of_range_flags(args: list[str], message: str) -> None
 
 
 def test_log_file_rotates_at_max_bytes(tmp_path: Path) -> None:
-    root = logging.getLogger()
-    saved_handlers, saved_level = root.handlers[:], root.level
+    # the root conftest's fixture puts the root logger back afterwards
     log_file = tmp_path / "r" / "serve.log"
-    try:
-        handler = configure_logging("debug", log_file, max_bytes=2000, backups=2)
-        logger = logging.getLogger("rocketpipe.test.rotation")
-        for i in range(200):  # about 20 kB: several rotations
-            logger.info("line %03d %s", i, "y" * 40)
-        handler.close()
-    finally:
-        root.handlers[:] = saved_handlers
-        root.setLevel(saved_level)
-        logging.captureWarnings(False)
+    handler = configure_logging("debug", log_file, max_bytes=2000, backups=2)
+    logger = logging.getLogger("rocketpipe.test.rotation")
+    for i in range(200):  # about 20 kB: several rotations
+        logger.info("line %03d %s", i, "y" * 40)
+    handler.close()
     files = sorted(p.name for p in log_file.parent.iterdir())
     assert files == ["serve.log", "serve.log.1", "serve.log.2"]  # only --log-backups old files kept
     assert all(p.stat().st_size <= 2000 for p in log_file.parent.iterdir())

@@ -13,7 +13,6 @@ All integers are big-endian. Timestamps are milliseconds since the epoch.
 
 from __future__ import annotations
 
-import importlib
 import ipaddress
 import itertools
 import os
@@ -24,8 +23,9 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
+from ..compiled import load
 from ..errors import InvalidArgumentError, ProtocolError
 from . import sysflag as sf
 from .compression import decompress
@@ -732,13 +732,9 @@ class _HostCache(dict[int, tuple[str, str]]):
 
 _HOST_CACHE = _HostCache()
 
-try:  # decode_records' loop compiled (setup.py builds it when a C compiler is there); else the Python loop.
-    # By name: the import graph checks (import-linter, the cycle test) only see .py modules.
-    _compiled_decode: Any = importlib.import_module(f"{__package__}._records").decode
-except ImportError:  # pragma: no cover - a build without the extension
-    _compiled_decode = None
-#: the compiled loop, or None: the pure-Python one (also with ROCKETPIPE_PURE_PYTHON=1)
-_compiled: Any = None if os.environ.get("ROCKETPIPE_PURE_PYTHON") == "1" else _compiled_decode
+#: decode_records' compiled loop (None: not built), and the one in use (None: the Python loop,
+#: also with ROCKETPIPE_PURE_PYTHON=1)
+_compiled_decode, _compiled = load(f"{__package__}._records", "decode")
 
 
 def _decode_hosts_v6(mv: memoryview, p: int, end: int, sys_flag: int) -> tuple[str, int, str, str, int, int, int, int]:

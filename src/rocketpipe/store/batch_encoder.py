@@ -11,26 +11,21 @@ is created; a batch costs one loop over its entries.
 
 from __future__ import annotations
 
-import importlib
-import os
 import struct
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ..compiled import load
 from ..errors import InvalidArgumentError, ProtocolError
 from ..protocol import message as pm
 from ..protocol import sysflag as sf
 from .api import MessageBatch, MessageInner
 
-try:  # the loop compiled (setup.py builds it when a C compiler is there); else the Python loop below.
-    # By name: the import graph checks (import-linter, the cycle test) only see .py modules.
-    _compiled_encode: Any = importlib.import_module(f"{__package__}._batch_records").encode
-except ImportError:  # pragma: no cover - a build without the extension
-    _compiled_encode = None
-#: the compiled loop, or None: the pure-Python one (also with ROCKETPIPE_PURE_PYTHON=1)
-_compiled: Any = None if os.environ.get("ROCKETPIPE_PURE_PYTHON") == "1" else _compiled_encode
+#: the compiled loop (None: not built), and the one in use (None: the Python loop below, also
+#: with ROCKETPIPE_PURE_PYTHON=1)
+_compiled_encode, _compiled = load(f"{__package__}._batch_records", "encode")
 
 _BATCH_HEAD: Final = struct.Struct(">iiiii")  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLENGTH
 _I16: Final = struct.Struct(">h")

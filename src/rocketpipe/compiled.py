@@ -1,0 +1,34 @@
+"""Loading the optional compiled loops (L0; stdlib only).
+
+``setup.py`` builds two C extensions when a compiler is there: the batch-put loop
+(``rocketpipe.store._batch_records``) and the pull-decoding loop (``rocketpipe.protocol._records``).
+Each has a pure-Python twin that is the reference and the fallback; ``ROCKETPIPE_PURE_PYTHON=1``
+forces the Python loops even when the extensions are built.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any, Final
+
+__all__ = ["ENV_VAR", "load"]
+
+ENV_VAR: Final = "ROCKETPIPE_PURE_PYTHON"
+
+
+def load(module: str, name: str) -> tuple[Any, Any]:
+    """The function ``name`` of the extension ``module`` (a dotted name).
+
+    Imported by name, so the import graph checks (import-linter, the cycle test), which only see
+    ``.py`` modules, do not look for it.
+
+    Returns:
+        ``(built, active)``: the function, or None when the extension was not built; and the one
+        to use: ``built``, or None when ``ROCKETPIPE_PURE_PYTHON=1``.
+    """
+    try:
+        built: Any = getattr(importlib.import_module(module), name)
+    except ImportError:  # pragma: no cover - a build without the extension
+        built = None
+    return built, None if os.environ.get(ENV_VAR) == "1" else built
