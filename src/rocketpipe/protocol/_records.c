@@ -1,5 +1,5 @@
-/* Compiled loop of rocketpipe.protocol.message.decode_records (optional; the Python loop in
- * message.py is the reference and the fallback, and the unit tests run both).
+/* Compiled loops of rocketpipe.protocol.message.decode_records and encode_batch (optional; the
+ * Python loops in message.py are the reference and the fallback, and the unit tests run both).
  *
  * decode(buf, pos, out, cls, hosts, skip) -> int
  *
@@ -301,9 +301,151 @@ done:
     return result;
 }
 
+/* ----------------------------------------------------------------------------------------------
+ * encode_batch(messages) -> bytes | None
+ *
+ * The SEND_BATCH_MESSAGE body of `messages` (any sequence of objects with .properties, .body,
+ * .flag), byte for byte what message.encode_batch's Python loop gives (MessageDecoder
+ * .encodeMessages: per message TOTALSIZE, MAGICCODE 0, BODYCRC 0, FLAG, BODYLENGTH, body,
+ * PROPERTIES LENGTH, "name\1value\2"... in the dict's order, None values left out). Returns
+ * None, with no error set, when a message is not the common kind: properties not an exact dict
+ * of exact str (None values apart), body not exact bytes, flag not an int32, properties over
+ * 32767 bytes or not encodable as UTF-8. The Python loop then encodes the batch (and raises the
+ * precise error). Attributes are all read before any size is computed, so no Python code runs
+ * between measuring and writing.
+ */
+typedef struct {
+    PyObject *props; /* new reference */
+    PyObject *body;  /* new reference */
+    int32_t flag;
+    Py_ssize_t plen;
+} batch_entry;
+
+static void put32(unsigned char *p, int32_t v) {
+    uint32_t u = (uint32_t)v;
+    p[0] = (unsigned char)(u >> 24);
+    p[1] = (unsigned char)(u >> 16);
+    p[2] = (unsigned char)(u >> 8);
+    p[3] = (unsigned char)u;
+}
+
+/* UTF-8 size of the properties string, or -1 when not the common kind (no error set). */
+static Py_ssize_t props_size(PyObject *props) {
+    Py_ssize_t pos = 0, total = 0, n;
+    PyObject *k, *v;
+    while (PyDict_Next(props, &pos, &k, &v)) {
+        if (v == Py_None) continue;
+        if (!PyUnicode_CheckExact(k) || !PyUnicode_CheckExact(v)) return -1;
+        if (PyUnicode_AsUTF8AndSize(k, &n) == NULL) goto bad;
+        total += n + 1;
+        if (PyUnicode_AsUTF8AndSize(v, &n) == NULL) goto bad;
+        total += n + 1;
+        if (total > 32767) return -1;
+    }
+    return total;
+bad:
+    PyErr_Clear(); /* a lone surrogate: the Python loop raises UnicodeEncodeError */
+    return -1;
+}
+
+static unsigned char *put_props(unsigned char *w, PyObject *props) {
+    Py_ssize_t pos = 0, n;
+    PyObject *k, *v;
+    const char *s;
+    while (PyDict_Next(props, &pos, &k, &v)) {
+        if (v == Py_None) continue;
+        s = PyUnicode_AsUTF8AndSize(k, &n); /* cached by props_size: cannot fail now */
+        memcpy(w, s, (size_t)n);
+        w += n;
+        *w++ = 1;
+        s = PyUnicode_AsUTF8AndSize(v, &n);
+        memcpy(w, s, (size_t)n);
+        w += n;
+        *w++ = 2;
+    }
+    return w;
+}
+
+static PyObject *encode_batch(PyObject *self, PyObject *messages) {
+    (void)self;
+    static PyObject *s_properties, *s_body, *s_flag;
+    if (s_properties == NULL) {
+        s_properties = PyUnicode_InternFromString("properties");
+        s_body = PyUnicode_InternFromString("body");
+        s_flag = PyUnicode_InternFromString("flag");
+        if (s_properties == NULL || s_body == NULL || s_flag == NULL) return NULL;
+    }
+    PyObject *seq = PySequence_Fast(messages, "encode_batch(messages): a sequence");
+    if (seq == NULL) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq), filled = 0, total = 0;
+    PyObject *result = NULL;
+    batch_entry *entries = PyMem_Calloc(count ? (size_t)count : 1, sizeof(batch_entry));
+    if (entries == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (; filled < count; filled++) { /* every attribute read (may run Python code) first */
+        PyObject *m = PySequence_Fast_GET_ITEM(seq, filled);
+        batch_entry *e = &entries[filled];
+        e->props = PyObject_GetAttr(m, s_properties);
+        if (e->props == NULL) goto done;
+        e->body = PyObject_GetAttr(m, s_body);
+        if (e->body == NULL) goto done;
+        PyObject *flag = PyObject_GetAttr(m, s_flag);
+        if (flag == NULL) goto done;
+        int overflow = 0;
+        long f = PyLong_CheckExact(flag) ? PyLong_AsLongAndOverflow(flag, &overflow) : -1;
+        int is_int = PyLong_CheckExact(flag);
+        Py_DECREF(flag);
+        if (f == -1 && PyErr_Occurred()) goto done;
+        if (!is_int || overflow || f < INT32_MIN || f > INT32_MAX || !PyDict_CheckExact(e->props) ||
+            !PyBytes_CheckExact(e->body))
+            goto fallback;
+        e->flag = (int32_t)f;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) { /* no Python code runs from here on */
+        batch_entry *e = &entries[i];
+        e->plen = props_size(e->props);
+        if (e->plen < 0) goto fallback;
+        Py_ssize_t blen = PyBytes_GET_SIZE(e->body);
+        if (blen > INT32_MAX - 22 - e->plen || total > PY_SSIZE_T_MAX - 22 - blen - e->plen) goto fallback;
+        total += 22 + blen + e->plen;
+    }
+    result = PyBytes_FromStringAndSize(NULL, total);
+    if (result == NULL) goto done;
+    unsigned char *w = (unsigned char *)PyBytes_AS_STRING(result);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        batch_entry *e = &entries[i];
+        Py_ssize_t blen = PyBytes_GET_SIZE(e->body);
+        put32(w, (int32_t)(22 + blen + e->plen));
+        memset(w + 4, 0, 8); /* MAGICCODE, BODYCRC */
+        put32(w + 12, e->flag);
+        put32(w + 16, (int32_t)blen);
+        w += 20;
+        memcpy(w, PyBytes_AS_STRING(e->body), (size_t)blen);
+        w += blen;
+        w[0] = (unsigned char)(e->plen >> 8);
+        w[1] = (unsigned char)e->plen;
+        w = put_props(w + 2, e->props);
+    }
+    goto done;
+fallback:
+    result = Py_NewRef(Py_None);
+done:
+    for (Py_ssize_t i = 0; i < count && i <= filled; i++) {
+        Py_XDECREF(entries[i].props);
+        Py_XDECREF(entries[i].body);
+    }
+    PyMem_Free(entries);
+    Py_DECREF(seq);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL,
      "decode(buf, pos, out, cls, hosts, skip) -> position of the first record not decoded"},
+    {"encode_batch", (PyCFunction)encode_batch, METH_O,
+     "encode_batch(messages) -> SEND_BATCH_MESSAGE body, or None for the Python loop to encode"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,4 +1,7 @@
-"""Types of the optional compiled loop of :func:`rocketpipe.protocol.message.decode_records` (``_records.c``)."""
+"""Types of the optional compiled loops of :func:`rocketpipe.protocol.message.decode_records` and
+:func:`~rocketpipe.protocol.message.encode_batch` (``_records.c``)."""
+
+from collections.abc import Sequence
 
 def decode(
     buf: bytes | bytearray | memoryview,
@@ -9,3 +12,4 @@ def decode(
     skip: int,
     /,
 ) -> int: ...
+def encode_batch(messages: Sequence[object], /) -> bytes | None: ...

@@ -488,7 +488,7 @@ def _remember_record_parts(topic: str, born_host: str, store_host: str) -> None:
     for host in (born_host, store_host):
         if host not in _V4_HOSTS:
             try:
-                raw, v6 = _encode_host_cached(host)
+                raw, v6 = encode_host_cached(host)
             except InvalidArgumentError:
                 continue
             if not v6:
@@ -497,8 +497,12 @@ def _remember_record_parts(topic: str, born_host: str, store_host: str) -> None:
                 _V4_HOSTS[host] = raw
 
 
-def _encode_host_cached(host: str) -> tuple[bytes, bool]:
-    """:func:`encode_host` with a small cache (a store sees the same few hosts over and over)."""
+def encode_host_cached(host: str) -> tuple[bytes, bool]:
+    """:func:`encode_host` with a bounded cache (a store sees the same few hosts over and over).
+
+    Raises:
+        InvalidArgumentError: as :func:`encode_host` (a bad host is not cached).
+    """
     hit = _ENCODED_HOSTS.get(host)
     if hit is None:
         hit = encode_host(host)
@@ -624,8 +628,8 @@ def encode_record(
     if len(tb) > 255:
         raise InvalidArgumentError(f"topic of {len(tb)} bytes exceeds 255")
     v2 = len(tb) > 127
-    bh, b6 = _encode_host_cached(born_host)
-    shost, s6 = _encode_host_cached(store_host)
+    bh, b6 = encode_host_cached(born_host)
+    shost, s6 = encode_host_cached(store_host)
     sys_flag = (
         (sys_flag & ~(sf.BORNHOST_V6_FLAG | sf.STOREHOST_V6_FLAG))
         | (sf.BORNHOST_V6_FLAG if b6 else 0)
@@ -735,6 +739,8 @@ _HOST_CACHE = _HostCache()
 #: decode_records' compiled loop (None: not built), and the one in use (None: the Python loop,
 #: also with ROCKETPIPE_PURE_PYTHON=1)
 _compiled_decode, _compiled = load(f"{__package__}._records", "decode")
+#: encode_batch's compiled loop (None: not built), and the one in use (None: the Python loop).
+_compiled_batch_built, _compiled_batch = load(f"{__package__}._records", "encode_batch")
 
 
 def _decode_hosts_v6(mv: memoryview, p: int, end: int, sys_flag: int) -> tuple[str, int, str, str, int, int, int, int]:
@@ -997,9 +1003,16 @@ _BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BO
 def encode_batch(messages: list[Message]) -> bytes:
     """Encode the SEND_BATCH_MESSAGE body (``MessageDecoder.encodeMessages``); bodies uncompressed.
 
+    Runs compiled (``_records.encode_batch``) when the messages are the common kind (str
+    properties, bytes bodies); the Python loop below is the reference and encodes the rest.
+
     Raises:
         InvalidArgumentError: a message's properties exceed 32767 bytes.
     """
+    if _compiled_batch is not None:
+        body: bytes | None = _compiled_batch(messages)
+        if body is not None:
+            return body
     parts: list[bytes] = []
     add, head, i16 = parts.extend, _BATCH_HEAD.pack, _I16.pack
     for m in messages:

@@ -215,8 +215,8 @@ def encode_batch(
         raise InvalidArgumentError(f"topic of {len(tb)} bytes exceeds 255")
     v2 = len(tb) > 127
     topic_part = (_I16.pack(len(tb)) if v2 else bytes((len(tb),))) + tb
-    born, b6 = pm.encode_host(batch.born_host)
-    store, s6 = pm.encode_host(batch.store_host)
+    born, b6 = pm.encode_host_cached(batch.born_host)
+    store, s6 = pm.encode_host_cached(batch.store_host)
     sys_flag = (
         (batch.sys_flag & ~(sf.BORNHOST_V6_FLAG | sf.STOREHOST_V6_FLAG))
         | (sf.BORNHOST_V6_FLAG if b6 else 0)

@@ -7,10 +7,10 @@ import pytest
 
 from rocketpipe.client import Producer
 from rocketpipe.client.rpc import SendStatus, send_result
-from rocketpipe.errors import HeaderError
+from rocketpipe.errors import HeaderError, InvalidArgumentError
 from rocketpipe.protocol.codes import ResponseCode
 from rocketpipe.protocol.command import RemotingCommand
-from rocketpipe.protocol.message import MessageQueue
+from rocketpipe.protocol.message import Message, MessageQueue
 
 
 @pytest.mark.parametrize("topic", ["T", "%RETRY%g"])
@@ -80,3 +80,24 @@ def test_send_result_bad_header_raises_like_the_typed_decoder() -> None:
         _resp({"msgId": "M", "queueId": "2", "queueOffset": "1"}, ResponseCode.FLUSH_DISK_TIMEOUT), mq, "U"
     )
     assert degraded.send_status is SendStatus.FLUSH_DISK_TIMEOUT
+
+
+@pytest.mark.parametrize(
+    ("msgs", "error"),
+    [
+        ([], "at least one message"),
+        ([Message.build("%RETRY%g", b"a")], "retry group"),
+        ([Message.build("A", b"a"), Message.build("B", b"b")], "same topic"),
+        ([Message.build("A", b"a"), Message.build("A", b"b", delay_time_level=2)], "delay levels"),
+        ([Message.build("A", b"a"), Message("A", b"", 0, {})], "must not be empty"),
+        ([Message.build("A", b"a"), Message.build("A", b"x" * 65)], "exceeds max_message_size 64"),
+        ([Message.build("A b", b"a")], "topic"),
+    ],
+)
+async def test_send_batch_refuses_a_bad_batch_before_any_io(msgs: list[Message], error: str) -> None:
+    """send_batch's per-message checks (Java's ``batch(...)`` + ``Validators.checkMessage``) raise
+    before the producer starts: no name server is reachable at this address."""
+    p = Producer("pg", namesrv_addr="127.0.0.1:9", max_message_size=64)
+    with pytest.raises(InvalidArgumentError, match=error):
+        await p.send_batch(msgs)
+    assert all(m.unique_key is None for m in msgs)  # no keys assigned to a refused batch

@@ -3,12 +3,13 @@ exactly what decode_record gives record by record, values and errors alike."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from compiled_loops import both_loops
 from rocketpipe.errors import ProtocolError
 from rocketpipe.protocol import message
 from rocketpipe.protocol import sysflag as sf
@@ -23,14 +24,7 @@ FAST = settings(
 )
 
 
-@pytest.fixture(params=["compiled", "python"], autouse=True)
-def loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    if request.param == "python":
-        monkeypatch.setattr(message, "_compiled", None)
-    else:
-        assert message._compiled_decode is not None, "the compiled loop was not built (pip install -e .)"
-        monkeypatch.setattr(message, "_compiled", message._compiled_decode)
-    yield request.param
+loop = both_loops(message, "_compiled", "_compiled_decode")
 
 
 def _record_loop(buf: bytes | memoryview, **kw: bool) -> list[MessageExt]:

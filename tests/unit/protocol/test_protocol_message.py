@@ -22,7 +22,6 @@ from rocketpipe.protocol.message import (
     decode_offset_msg_id,
     decode_record,
     decode_records,
-    encode_batch,
     encode_host,
     encode_record,
     iter_record_spans,
@@ -208,19 +207,6 @@ def test_encode_record_limits() -> None:
         encode_record(topic="T", body=b"", properties={}, queue_id=0, born_host="localhost:1")
     with pytest.raises(InvalidArgumentError):
         encode_host("1.2.3.4:99999999999")
-
-
-@FAST
-@given(st.lists(st.tuples(st.integers(-(2**31), 2**31 - 1), st.binary(max_size=100), props), max_size=6))
-def test_batch_round_trip(items: list[tuple[int, bytes, dict[str, str]]]) -> None:
-    msgs = [Message("T", body, flag, p) for flag, body, p in items]
-    decoded = decode_batch(encode_batch(msgs))
-    assert [(f, b, string_to_properties(s)) for f, b, s in decoded] == items
-
-
-def test_batch_rejects_oversized_properties() -> None:
-    with pytest.raises(InvalidArgumentError):
-        encode_batch([Message("T", b"", 0, {"k": "v" * 40000})])
 
 
 @settings(max_examples=300, deadline=None)

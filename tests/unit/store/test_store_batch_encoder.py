@@ -12,6 +12,7 @@ from _store_helpers import StepClock, read_queue, small_config
 from hypothesis import given
 from hypothesis import strategies as st
 
+from compiled_loops import both_loops
 from rocketpipe.errors import InvalidArgumentError, ProtocolError
 from rocketpipe.protocol import sysflag as sf
 from rocketpipe.protocol.message import (
@@ -103,14 +104,7 @@ def test_the_brokers_region_and_trace_switch_replace_a_messages_own() -> None:
 # installs build) and with the pure-Python loop that is the reference and the fallback.
 
 
-@pytest.fixture(params=["compiled", "python"], autouse=True)
-def loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "python":
-        monkeypatch.setattr(batch_encoder, "_compiled", None)
-    else:
-        assert batch_encoder._compiled_encode is not None, "the compiled loop was not built (pip install -e .)"
-        monkeypatch.setattr(batch_encoder, "_compiled", batch_encoder._compiled_encode)
-    return str(request.param)
+loop = both_loops(batch_encoder, "_compiled", "_compiled_encode")
 
 
 STORE_HOSTS = st.sampled_from(["127.0.0.1:10911", "[::1]:10911"])
