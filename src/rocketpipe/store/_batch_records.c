@@ -2,7 +2,7 @@
  * loop in batch_encoder.py is the reference and the fallback, and the unit tests run both).
  *
  * encode(body, topic_part, mid, tail, wait_pair, magic, queue_id, queue_offset, physical_offset,
- *        next_id, tags_code, index_keys) -> (records, entries, keys, total)
+ *        next_id, tags_code, index_keys) -> (records, entries, keys, total) | None
  *
  * Walks a SEND_BATCH_MESSAGE body (per entry TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLENGTH,
  * BODY, PROPERTIESLENGTH, PROPERTIES; big-endian) and builds one commit-log record per entry, as
@@ -11,7 +11,9 @@
  * entry's properties, a separator / UNIQ_KEY / WAIT when missing, then `tail`.
  * Errors: ValueError (malformed entry; the caller raises ProtocolError), UnicodeDecodeError
  * (properties not UTF-8), OverflowError (properties over 32767 bytes).
- * The caller only uses it when no entry can hold CLUSTER and `tail` names no UNIQ_KEY, TAGS or KEYS.
+ * Returns None, before any work, when an entry holds a CLUSTER pair: the caller then encodes the
+ * batch with the Python loop, which parses and re-serialises such
+ * entries. The caller only uses it when `tail` names no UNIQ_KEY, TAGS or KEYS.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -22,6 +24,7 @@ static const char UNIQ[] = "UNIQ_KEY";
 static const char WAIT[] = "WAIT";
 static const char TAGS[] = "TAGS";
 static const char KEYS[] = "KEYS";
+static const char CLUSTER[] = "CLUSTER";
 
 static int32_t be32(const unsigned char *p) {
     return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
@@ -79,6 +82,22 @@ static PyObject *text_or_none(const unsigned char *b, Py_ssize_t s, Py_ssize_t e
     return PyUnicode_DecodeUTF8((const char *)b + s, e - s, "strict");
 }
 
+/* 1 when an entry of the batch body b[0:n] holds a CLUSTER pair; the walk stops at the first
+ * malformed entry (the encoding loop raises for it). Reads only the entry heads and properties. */
+static int holds_cluster(const unsigned char *b, Py_ssize_t n) {
+    Py_ssize_t pos = 0, end;
+    while (n - pos >= 22) {
+        int32_t size = be32(b + pos), blen = be32(b + pos + 16);
+        if (size < 22 || size > n - pos || blen < 0 || (long long)20 + blen + 2 > size) return 0;
+        Py_ssize_t ps = pos + 20 + blen;
+        int16_t plen = (int16_t)(((unsigned)b[ps] << 8) | b[ps + 1]);
+        if (plen < 0 || (long long)22 + blen + plen > size) return 0;
+        if (find_value(b, ps + 2, ps + 2 + plen, CLUSTER, &end) >= 0) return 1;
+        pos += size;
+    }
+    return 0;
+}
+
 static PyObject *encode(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer body, topic_part, mid, tail, wait_pair;
@@ -100,6 +119,10 @@ static PyObject *encode(PyObject *self, PyObject *args) {
 
     const unsigned char *b = body.buf;
     Py_ssize_t n = body.len, pos = 0;
+    if (holds_cluster(b, n)) { /* such entries are parsed and re-serialised: the Python loop's */
+        result = Py_NewRef(Py_None);
+        goto fail;
+    }
     long long phys0 = phys;
     Py_ssize_t fixed = 4 * 5 + 8 * 2 + mid.len + 4; /* through BODYLENGTH: 5 ints, 2 longs, mid, 1 int */
     while (pos < n) {

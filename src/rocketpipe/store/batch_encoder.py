@@ -82,10 +82,14 @@ def _value(buf: bytes, pair: bytes, start: int, end: int) -> bytes | None:
     return buf[v : j if j >= 0 else end] or None
 
 
-def _encode_compiled(compiled: Any, *args: Any) -> EncodedBatch:
-    """:func:`encode_batch`'s loop in C (``_batch_records.encode``), its errors mapped to this module's."""
+def _encode_compiled(compiled: Any, *args: Any) -> EncodedBatch | None:
+    """:func:`encode_batch`'s loop in C (``_batch_records.encode``), its errors mapped to this
+    module's; None when an entry holds CLUSTER (the Python loop's)."""
     try:
-        records, entries, keys, total = compiled(*args)
+        encoded = compiled(*args)
+        if encoded is None:
+            return None
+        records, entries, keys, total = encoded
     except UnicodeDecodeError as exc:
         raise ProtocolError(f"bad batch properties: {exc}") from None
     except OverflowError as exc:
@@ -253,14 +257,17 @@ def encode_batch(
     props_seen: list[memoryview] = []
     add_record, add_entry, add_keys, add_props = records.append, entries.append, keys.append, props_seen.append
     join = b"".join
-    # one scan of the whole body each: a name it never holds needs no per-entry search
-    may_hold_cluster = find(_CLUSTER) >= 0
     compiled = _compiled
-    if compiled is not None and not may_hold_cluster and tail_uniq is tail_tags is tail_keys is _ABSENT:
-        return _encode_compiled(
+    if compiled is not None and tail_uniq is tail_tags is tail_keys is _ABSENT:
+        encoded = _encode_compiled(
             compiled, buf, topic_part, mid, tail, wait_pair, magic, qid, queue_offset, physical_offset,
             next_id, tags_code, index_keys,
         )  # fmt: skip
+        if encoded is not None:
+            return encoded
+        may_hold_cluster = True  # the C loop found an entry with CLUSTER
+    else:  # one scan of the whole body: a name it never holds needs no per-entry search
+        may_hold_cluster = find(_CLUSTER) >= 0
     if tail_tags is _ABSENT and find(_TAGS) < 0:
         tail_tags = None
     if tail_keys is _ABSENT and find(_KEYS) < 0:

@@ -194,6 +194,30 @@ def test_a_batch_whose_own_pairs_name_tags_and_keys_indexes_those_last_values() 
     assert enc.records == _general_path(b, 0, 0, 1)[0]
 
 
+def test_the_compiled_loop_serves_common_batches_and_leaves_cluster_ones_untouched() -> None:
+    """The C loop encodes a batch whose entries hold no CLUSTER, and returns None for one where
+    any entry does, before making a single UNIQ_KEY (the Python loop then parses that entry)."""
+    compiled = batch_encoder._compiled_encode
+    assert compiled is not None
+    made: list[str] = []
+
+    def next_id() -> str:
+        made.append(f"ID{len(made):04d}")
+        return made[-1]
+
+    def run(items: list[tuple[int, bytes, str]]) -> object:
+        tail = b"MSG_REGION\x01R\x02"
+        return compiled(_wire(items), b"\x06TopicA", b"\x00" * 44, tail, None, -626843481, 3, 0, 0, next_id, len, True)
+
+    assert run([(0, b"a", ""), (0, b"b", "TAGS\x01t\x02")]) is not None
+    assert len(made) == 2
+    made.clear()
+    assert run([(0, b"a", ""), (0, b"b", "TAGS\x01t\x02CLUSTER\x01c\x02")]) is None
+    assert run([(0, b"a", "CLUSTER\x01c")]) is None
+    assert made == []
+    assert run([(0, b"a", "XCLUSTER\x01c\x02")]) is not None  # a name ending in CLUSTER is not it
+
+
 @pytest.mark.parametrize(
     ("body", "reason"),
     [
