@@ -1,4 +1,4 @@
-"""Shared test helper: run a module's tests with its compiled loop and with the Python loop."""
+"""Shared test helper: run a module's tests with its compiled loops and with the Python code."""
 
 from __future__ import annotations
 
@@ -9,24 +9,24 @@ from typing import Any
 import pytest
 
 
-def both_loops(module: ModuleType, active: str, built: str) -> Callable[..., Any]:
-    """An autouse fixture, params ``compiled`` / ``python``, that sets ``module.<active>`` to the
-    built extension function ``module.<built>`` or to None (the Python loop) for each test.
+def both_loops(module: ModuleType, *pairs: tuple[str, str]) -> Callable[..., Any]:
+    """An autouse fixture, params ``compiled`` / ``python``, that sets each ``module.<active>`` of
+    ``pairs`` (``(active, built)`` attribute names) to the built extension function
+    ``module.<built>``, or to None (the Python code), for each test.
 
-    The compiled run fails, rather than skips, when the extension was not built: this project's
-    installs (``pip install -e .``) always build it.
+    The compiled run fails, rather than skips, when an extension function was not built: this
+    project's installs (``pip install -e .``) always build it.
     """
 
     @pytest.fixture(params=["compiled", "python"], autouse=True)
     def loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-        if request.param == "python":
-            monkeypatch.setattr(module, active, None)
-        else:
-            function = getattr(module, built)
-            assert function is not None, (
-                f"{module.__name__}.{built}: the compiled loop was not built (pip install -e .)"
-            )
-            monkeypatch.setattr(module, active, function)
+        for active, built in pairs:
+            if request.param == "python":
+                monkeypatch.setattr(module, active, None)
+            else:
+                function = getattr(module, built)
+                assert function is not None, f"{module.__name__}.{built}: not built (pip install -e .)"
+                monkeypatch.setattr(module, active, function)
         return str(request.param)
 
     return loop

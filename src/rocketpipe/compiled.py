@@ -1,15 +1,17 @@
 """Loading the optional compiled loops (L0; stdlib only).
 
 ``setup.py`` builds two C extensions when a compiler is there: the batch-put loop
-(``rocketpipe.store._batch_records``) and the pull-decoding loop (``rocketpipe.protocol._records``).
-Each has a pure-Python twin that is the reference and the fallback; ``ROCKETPIPE_PURE_PYTHON=1``
-forces the Python loops even when the extensions are built.
+(``rocketpipe.store._batch_records``) and the protocol's loops (``rocketpipe.protocol._records``:
+pull decoding, the batch body, the Spark source's record walk and properties split). Each has a
+pure-Python twin that is the reference and the fallback; ``ROCKETPIPE_PURE_PYTHON=1`` forces the
+Python code even when the extensions are built.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from typing import Any, Final
 
 __all__ = ["ENV_VAR", "load"]
@@ -24,11 +26,16 @@ def load(module: str, name: str) -> tuple[Any, Any]:
     ``.py`` modules, do not look for it.
 
     Returns:
-        ``(built, active)``: the function, or None when the extension was not built; and the one
-        to use: ``built``, or None when ``ROCKETPIPE_PURE_PYTHON=1``.
+        ``(built, active)``: the function, or None when the extension was not built (or was built
+        from older sources without it, which warns: UserWarning); and the one to use: ``built``,
+        or None when ``ROCKETPIPE_PURE_PYTHON=1``.
     """
     try:
         built: Any = getattr(importlib.import_module(module), name)
     except ImportError:  # pragma: no cover - a build without the extension
+        built = None
+    except AttributeError:  # an extension built from older sources (pip install -e . rebuilds it)
+        # a warning, not a log line: protocol/ imports this and stays free of logging's threading
+        warnings.warn(f"{module} has no {name}: built from older sources; the Python code runs instead", stacklevel=2)
         built = None
     return built, None if os.environ.get(ENV_VAR) == "1" else built

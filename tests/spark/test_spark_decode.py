@@ -5,15 +5,23 @@ from __future__ import annotations
 import zlib
 from datetime import UTC, datetime
 
+import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from compiled_loops import both_loops
 from rocketpipe.errors import ProtocolError
 from rocketpipe.protocol import sysflag as sf
 from rocketpipe.protocol.message import create_offset_msg_id, decode_records, encode_record
+from rocketpipe.spark import decode
 from rocketpipe.spark.decode import ARROW_SCHEMA, decode_bodies_to_batch, decode_records_to_batch, record_starts
 from rocketpipe.spark.source import SCHEMA
+
+# every test runs with the compiled record walk and properties split, and with the reference code
+loop = both_loops(decode, ("_compiled_starts", "_compiled_starts_built"), ("_compiled_split", "_compiled_split_built"))
 
 
 def _rec(offset: int, **kw: object) -> bytes:
@@ -185,3 +193,73 @@ def test_topic_column_with_one_or_several_topics() -> None:
     bad[pos] = bad[pos + len(_rec(0))] = 0xFF  # the same invalid byte in both records
     with pytest.raises(ProtocolError, match="UTF-8"):
         decode_records_to_batch(bytes(bad), broker_name="b")
+
+
+# ------------------------------------------------------------------------------ compiled and reference
+
+# raw properties strings: the separators anywhere, empty names and values, repeated and system
+# names, non-ASCII text
+_piece = st.sampled_from(["\x01", "\x02", "TAGS", "KEYS", "UNIQ_KEY", "a", "b", "\u00e9", "\u4e2d", " ", "WAIT"])
+_raw_props = st.lists(_piece, max_size=14).map("".join)
+
+
+def _property_columns(buf: bytes) -> dict[str, list[object]]:
+    names = ["properties", "tags", "keys", "msg_id", "headers"]
+    return decode_records_to_batch(buf, broker_name="b", columns=names).to_pydict()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_raw_props, min_size=1, max_size=6))
+def test_property_columns_equal_the_reference_split(loop: str, strings: list[str]) -> None:
+    """Either way the map, tags, keys, msg_id and headers are the reference split's, which
+    follows ``string2messageProperties`` (checked against the object decoder here too)."""
+    buf = b"".join(_rec(i, properties=p) for i, p in enumerate(strings))
+    got = _property_columns(buf)
+    split, starts = decode._compiled_split, decode._compiled_starts
+    decode._compiled_split = decode._compiled_starts = None
+    try:
+        assert got == _property_columns(buf)
+    finally:
+        decode._compiled_split, decode._compiled_starts = split, starts
+    for row, msg in zip(got["properties"], decode_records(buf), strict=True):
+        assert dict(row) == msg.properties and len(row) == len(msg.properties)
+
+
+def test_the_compiled_split_serves_the_common_records(loop: str) -> None:
+    buf = b"".join(_rec(i, properties={"TAGS": "t", "\u4e2d": "\u00e9", "UNIQ_KEY": f"U{i}"}) for i in range(5))
+    assert decode._compiled_starts_built is not None and decode._compiled_split_built is not None
+    starts = decode._compiled_starts_built(buf)
+    assert starts is not None and list(memoryview(starts).cast("q")) == record_starts(buf)
+    a, abuf = np.frombuffer(buf, dtype=np.uint8), pa.py_buffer(buf)
+    f = decode._record_fields(a, np.asarray(record_starts(buf), dtype=np.int64))
+    parsed = decode._properties_compiled(decode._compiled_split_built, abuf, f)
+    assert parsed is not None  # served, not left to the reference
+    assert parsed.tags.to_pylist() == ["t"] * 5 and parsed.uniq_key.to_pylist() == [f"U{i}" for i in range(5)]
+    assert parsed.headers.to_pylist() == [[{"key": "\u4e2d", "value": "\u00e9".encode()}]] * 5
+
+
+def test_the_compiled_walk_and_split_leave_bad_input_to_the_reference() -> None:
+    walk, split = decode._compiled_starts_built, decode._compiled_split_built
+    assert walk is not None and split is not None
+    good = _rec(0)
+    for bad in (good[:-1], good + b"\x00\x00", b"\x00\x00\x00\x05" + bytes(100)):
+        assert walk(bad) is None
+        with pytest.raises(ProtocolError):
+            record_starts(bad)
+    # a properties string that is not UTF-8: None, and the reference raises ProtocolError
+    raw = bytearray(b"A\x01\xff\xfe")
+    pos, lens = np.array([0], np.int64), np.array([len(raw)], np.int64)
+    assert split(bytes(raw), pos, lens) is None
+    with pytest.raises(ValueError, match="outside"):
+        split(bytes(raw), pos, np.array([99], np.int64))
+    with pytest.raises(ValueError, match="int64"):
+        split(bytes(raw), pos, np.array([1, 2], np.int64))
+
+
+def test_properties_that_are_not_utf8_raise_protocol_error() -> None:
+    rec = _rec(0, properties="A\x01zq\x02B\x01c")
+    bad = rec.replace(b"A\x01zq", b"A\x01\xff\xfe")
+    with pytest.raises(ProtocolError, match="properties are not UTF-8"):
+        decode_records_to_batch(bad, broker_name="b", columns=["tags"])
+    # a column that does not need the properties reads the record
+    assert decode_records_to_batch(bad, broker_name="b", columns=["queue_offset"]).num_rows == 1

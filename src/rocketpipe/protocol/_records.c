@@ -1,5 +1,6 @@
-/* Compiled loops of rocketpipe.protocol.message.decode_records and encode_batch (optional; the
- * Python loops in message.py are the reference and the fallback, and the unit tests run both).
+/* Compiled loops of rocketpipe.protocol.message.decode_records and encode_batch, and of the
+ * record walk and properties split of rocketpipe.spark.decode (optional; the Python code is the
+ * reference and the fallback, and the tests run both).
  *
  * decode(buf, pos, out, cls, hosts, skip) -> int
  *
@@ -441,11 +442,244 @@ done:
     return result;
 }
 
+/* ----------------------------------------------------------------------------------------------
+ * Column-wise helpers of rocketpipe.spark.decode (numpy/pyarrow assemble the columns).
+ *
+ * record_starts(buf) -> bytes | None
+ *   The start of every record of `buf` (records back to back) as native int64s; None when a
+ *   size field is below the 91-byte minimum, truncated, or runs past the buffer (the Python
+ *   walk then raises the precise ProtocolError).
+ *
+ * split_properties(buf, pos, lens) -> (offsets, (name_offsets, name_data),
+ *                                      (value_offsets, value_data), picks) | None
+ *   The properties strings buf[pos[i]:pos[i] + lens[i]] (pos, lens: contiguous native int64
+ *   arrays of one length n) split as MessageDecoder.string2messageProperties does: pairs end at
+ *   \x02, the name ends at the first \x01, pairs with an empty name or value are dropped, and
+ *   of pairs with equal names in one string only the last is kept (HashMap.put), at its place.
+ *   offsets: n + 1 int32 (string i's pairs are [offsets[i], offsets[i + 1])); the kept pairs'
+ *   names and values as Arrow string buffers (int32 offsets, UTF-8 data); picks: 3 * n int64,
+ *   the kept pair of TAGS, then KEYS, then UNIQ_KEY of each string, -1 when absent. None when a
+ *   string is not valid UTF-8 (the Python path raises). Errors: ValueError for ranges outside
+ *   buf, arrays of different lengths, or more than 2**31 - 1 bytes of names or values.
+ */
+typedef struct {
+    int64_t *v;
+    Py_ssize_t n, cap;
+} i64_vec;
+
+static int vec_push(i64_vec *vec, int64_t x) {
+    if (vec->n == vec->cap) {
+        Py_ssize_t cap = vec->cap ? vec->cap * 2 : 1024;
+        int64_t *v = PyMem_Realloc(vec->v, (size_t)cap * sizeof(int64_t));
+        if (v == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        vec->v = v;
+        vec->cap = cap;
+    }
+    vec->v[vec->n++] = x;
+    return 0;
+}
+
+static PyObject *vec_bytes(const i64_vec *vec) {
+    return PyBytes_FromStringAndSize((const char *)vec->v, vec->n * (Py_ssize_t)sizeof(int64_t));
+}
+
+static PyObject *record_starts(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *b = view.buf;
+    Py_ssize_t n = view.len, pos = 0;
+    i64_vec starts = {NULL, 0, 0};
+    PyObject *result = NULL;
+    while (pos < n) {
+        if (n - pos < 4) goto fallback;
+        int32_t total = be32(b + pos);
+        if (total < MIN_RECORD || total > n - pos) goto fallback;
+        if (vec_push(&starts, pos) < 0) goto done;
+        pos += total;
+    }
+    result = vec_bytes(&starts);
+    goto done;
+fallback:
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(starts.v);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static int is_name(const unsigned char *p, Py_ssize_t n, const char *name) {
+    return (size_t)n == strlen(name) && memcmp(p, name, (size_t)n) == 0;
+}
+
+/* A growable byte buffer with the int32 offsets of the strings appended to it (Arrow's
+ * string layout: offsets[0] = 0, string k is data[offsets[k]:offsets[k + 1]]). */
+typedef struct {
+    char *data;
+    Py_ssize_t len, cap;
+    i64_vec offsets;
+} str_column;
+
+static int column_add(str_column *col, const unsigned char *p, Py_ssize_t n) {
+    if (col->offsets.n == 0 && vec_push(&col->offsets, 0) < 0) return -1;
+    if (col->len + n > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "properties of more than 2**31 - 1 bytes");
+        return -1;
+    }
+    if (col->len + n > col->cap) {
+        Py_ssize_t cap = col->cap ? col->cap : 4096;
+        while (cap < col->len + n) cap *= 2;
+        char *data = PyMem_Realloc(col->data, (size_t)cap);
+        if (data == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        col->data = data;
+        col->cap = cap;
+    }
+    memcpy(col->data + col->len, p, (size_t)n);
+    col->len += n;
+    return vec_push(&col->offsets, col->len);
+}
+
+/* (offsets as int32 bytes, data bytes) of a column */
+static PyObject *column_buffers(str_column *col) {
+    if (col->offsets.n == 0 && vec_push(&col->offsets, 0) < 0) return NULL;
+    PyObject *off = PyBytes_FromStringAndSize(NULL, col->offsets.n * (Py_ssize_t)sizeof(int32_t));
+    if (off == NULL) return NULL;
+    int32_t *o = (int32_t *)PyBytes_AS_STRING(off);
+    for (Py_ssize_t k = 0; k < col->offsets.n; k++) o[k] = (int32_t)col->offsets.v[k];
+    PyObject *data = PyBytes_FromStringAndSize(col->data, col->len);
+    PyObject *pair = data == NULL ? NULL : PyTuple_Pack(2, off, data);
+    Py_DECREF(off);
+    Py_XDECREF(data);
+    return pair;
+}
+
+static PyObject *split_properties(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "split_properties(buf, pos, lens)");
+        return NULL;
+    }
+    Py_buffer view, posv, lenv;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(args[1], &posv, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[2], &lenv, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&posv);
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    PyObject *result = NULL, *offsets = NULL;
+    str_column names = {NULL, 0, 0, {NULL, 0, 0}}, values = {NULL, 0, 0, {NULL, 0, 0}};
+    i64_vec cand[4] = {{NULL, 0, 0}, {NULL, 0, 0}, {NULL, 0, 0}, {NULL, 0, 0}}; /* one string's pairs */
+    int64_t *picks = NULL;
+    const unsigned char *b = view.buf;
+    Py_ssize_t blen = view.len, n = posv.len / (Py_ssize_t)sizeof(int64_t), kept = 0;
+    if (posv.itemsize != 8 || lenv.itemsize != 8 || posv.len != lenv.len) {
+        PyErr_SetString(PyExc_ValueError, "pos and lens must be int64 arrays of one length");
+        goto done;
+    }
+    const int64_t *pos = posv.buf, *lens = lenv.buf;
+    offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int32_t));
+    picks = PyMem_Malloc((size_t)(3 * n + 1) * sizeof(int64_t));
+    if (offsets == NULL || picks == NULL) {
+        if (picks == NULL) PyErr_NoMemory();
+        goto done;
+    }
+    int32_t *off = (int32_t *)PyBytes_AS_STRING(offsets);
+    off[0] = 0;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        int64_t p = pos[r], len = lens[r];
+        if (p < 0 || len < 0 || p > blen || len > blen - p) {
+            PyErr_SetString(PyExc_ValueError, "a properties range runs outside the buffer");
+            goto done;
+        }
+        const unsigned char *s = b + p;
+        if (has_high_bit(s, (Py_ssize_t)len)) {
+            PyObject *u = PyUnicode_DecodeUTF8((const char *)s, (Py_ssize_t)len, "strict");
+            if (u == NULL) {
+                if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) goto done;
+                PyErr_Clear();
+                result = Py_NewRef(Py_None);
+                goto done;
+            }
+            Py_DECREF(u);
+        }
+        for (int k = 0; k < 4; k++) cand[k].n = 0;
+        int64_t i = 0;
+        while (i < len) {
+            const unsigned char *sep = memchr(s + i, 2, (size_t)(len - i));
+            int64_t end = sep == NULL ? len : (int64_t)(sep - s);
+            const unsigned char *kv = memchr(s + i, 1, (size_t)(end - i));
+            if (kv != NULL) {
+                int64_t k = (int64_t)(kv - s);
+                if (k > i && k < end - 1 &&
+                    (vec_push(&cand[0], i) < 0 || vec_push(&cand[1], k - i) < 0 || vec_push(&cand[2], k + 1) < 0 ||
+                     vec_push(&cand[3], end - k - 1) < 0))
+                    goto done;
+            }
+            i = end + 1;
+        }
+        int64_t *pick = picks + r;
+        pick[0] = pick[n] = pick[2 * n] = -1;
+        for (Py_ssize_t j = 0; j < cand[0].n; j++) {
+            const unsigned char *name = s + cand[0].v[j];
+            int64_t nl = cand[1].v[j];
+            int later = 0;
+            for (Py_ssize_t q = j + 1; q < cand[0].n && !later; q++) {
+                later = cand[1].v[q] == nl && memcmp(s + cand[0].v[q], name, (size_t)nl) == 0;
+            }
+            if (later) continue;
+            if (column_add(&names, name, (Py_ssize_t)nl) < 0 ||
+                column_add(&values, s + cand[2].v[j], (Py_ssize_t)cand[3].v[j]) < 0)
+                goto done;
+            if (is_name(name, nl, "TAGS")) pick[0] = kept;
+            else if (is_name(name, nl, "KEYS")) pick[n] = kept;
+            else if (is_name(name, nl, "UNIQ_KEY")) pick[2 * n] = kept;
+            kept++;
+        }
+        if (kept > INT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "more than 2**31 - 1 properties");
+            goto done;
+        }
+        off[r + 1] = (int32_t)kept;
+    }
+    {
+        PyObject *parts[3] = {column_buffers(&names), column_buffers(&values),
+                              PyBytes_FromStringAndSize((const char *)picks, 3 * n * (Py_ssize_t)sizeof(int64_t))};
+        if (parts[0] && parts[1] && parts[2]) result = PyTuple_Pack(4, offsets, parts[0], parts[1], parts[2]);
+        for (int k = 0; k < 3; k++) Py_XDECREF(parts[k]);
+    }
+done:
+    Py_XDECREF(offsets);
+    PyMem_Free(picks);
+    PyMem_Free(names.data);
+    PyMem_Free(names.offsets.v);
+    PyMem_Free(values.data);
+    PyMem_Free(values.offsets.v);
+    for (int k = 0; k < 4; k++) PyMem_Free(cand[k].v);
+    PyBuffer_Release(&lenv);
+    PyBuffer_Release(&posv);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL,
      "decode(buf, pos, out, cls, hosts, skip) -> position of the first record not decoded"},
     {"encode_batch", (PyCFunction)encode_batch, METH_O,
      "encode_batch(messages) -> SEND_BATCH_MESSAGE body, or None for the Python loop to encode"},
+    {"record_starts", (PyCFunction)record_starts, METH_O,
+     "record_starts(buf) -> int64 starts of the records as bytes, or None for the Python walk"},
+    {"split_properties", (PyCFunction)(void (*)(void))split_properties, METH_FASTCALL,
+     "split_properties(buf, pos, lens) -> (offsets, names, values, picks) or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -4,7 +4,7 @@ A pull body is the broker's commit-log records back to back (layout in
 ``messages-and-broker.md`` §1.1). Rather than building one Python object per message, the
 decoder
 
-1. walks the ``TOTALSIZE`` fields once (the only per-record Python loop besides slicing),
+1. walks the ``TOTALSIZE`` fields once,
 2. gathers the fixed-width fields of every record at once with numpy (positions after the born
    host depend on the IPv6 sysflag bits and on the body length, so they are computed per record
    as arrays),
@@ -18,6 +18,10 @@ decoder
    (RocketMQ's system names such as ``TAGS``, ``UNIQ_KEY`` left out, as Java's
    ``MessageConst.STRING_HASH_SET``), in stored order, values as UTF-8 bytes.
 
+Steps 1 and 4 run compiled when ``protocol/_records.c`` is built (``record_starts``, and
+``split_properties``, which splits the strings straight from the buffer); the Python walk and the
+``pyarrow.compute`` split are the reference and the fallback, and the tests run both.
+
 Compressed bodies (sysflag bit ``0x1``) are decompressed one by one with
 :func:`rocketpipe.protocol.compression.decompress`. 5.x inner-batch records (BatchCQ) are not
 unwrapped.
@@ -25,19 +29,20 @@ unwrapped.
 The output matches ``pyspark.sql.pandas.types.to_arrow_schema(SCHEMA, timezone="UTC")`` exactly
 (Spark checks the first batch with ``pa.Schema.equals``).
 
-Imports: numpy, pyarrow, :mod:`rocketpipe.errors`, :mod:`rocketpipe.protocol`.
+Imports: numpy, pyarrow, :mod:`rocketpipe.compiled`, :mod:`rocketpipe.errors`, :mod:`rocketpipe.protocol`.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..compiled import load
 from ..errors import ProtocolError
 from ..protocol import sysflag as sf
 from ..protocol.compression import decompress
@@ -87,10 +92,23 @@ _MID: Final = np.dtype(
     {"names": ["reconsume", "body_len"], "formats": [">i4", ">i4"], "offsets": [0, 12], "itemsize": 16}
 )
 _HEX = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), dtype=np.uint8).reshape(256, 2)
+#: The record walk and the properties split compiled (``protocol/_records.c``; None: not built), and
+#: the ones in use (None: the numpy/pyarrow code below, also with ROCKETPIPE_PURE_PYTHON=1).
+_compiled_starts_built, _compiled_starts = load("rocketpipe.protocol._records", "record_starts")
+_compiled_split_built, _compiled_split = load("rocketpipe.protocol._records", "split_properties")
+
+
+def _starts(buf: bytes | bytearray | memoryview) -> np.ndarray:
+    """:func:`record_starts` as an int64 array (compiled when built; its errors otherwise)."""
+    if _compiled_starts is not None:
+        raw = _compiled_starts(buf)
+        if raw is not None:
+            return np.frombuffer(raw, dtype=np.int64)
+    return np.asarray(record_starts(buf), dtype=np.int64)
 
 
 def record_starts(buf: bytes | bytearray | memoryview) -> list[int]:
-    """Return the start position of every record of a concatenation.
+    """Return the start position of every record of a concatenation (the reference walk).
 
     Raises:
         ProtocolError: a size field is below the minimum record size or runs past the buffer.
@@ -164,7 +182,7 @@ class _Properties(NamedTuple):
 
 def _properties(props: pa.StringArray) -> _Properties:
     """Split property strings into a map, pick TAGS, KEYS and UNIQ_KEY, and list the user
-    properties as Kafka headers.
+    properties as Kafka headers (the reference: pyarrow.compute over the strings).
 
     Returns:
         The map, tags, keys and uniq_key (null where the key is absent) and the headers
@@ -207,16 +225,51 @@ def _properties(props: pa.StringArray) -> _Properties:
         dictionary = []
     offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(np.bincount(parent, minlength=n), out=offsets[1:])
-    mapped = pa.MapArray.from_arrays(pa.array(offsets), names, values)
 
-    def pick(key: str) -> pa.StringArray:
-        if key not in dictionary:
-            return pa.nulls(n, pa.string())
-        hits = np.flatnonzero(codes == dictionary.index(key))
+    def pick(key: str) -> np.ndarray:
         take = np.full(n, -1, dtype=np.int64)
-        take[parent[hits]] = hits
-        return values.take(pa.array(take, mask=take < 0))
+        if key in dictionary:
+            hits = np.flatnonzero(codes == dictionary.index(key))
+            take[parent[hits]] = hits
+        return take
 
+    return _assemble(names, values, offsets, parent, (pick("TAGS"), pick("KEYS"), pick("UNIQ_KEY")))
+
+
+def _properties_compiled(split: Any, abuf: pa.Buffer, f: _Fields) -> _Properties | None:
+    """:func:`_properties` of the records' property strings, split by ``_records.split_properties``
+    straight from the buffer into the names' and values' Arrow buffers (no string column of the
+    whole strings); None when a string is not UTF-8 (the caller then takes the reference path,
+    which raises)."""
+    out = split(abuf, f.props_pos, f.props_len)
+    if out is None:
+        return None
+    offsets_b, name_buffers, value_buffers, picks_b = out
+    n = len(f.props_pos)
+    offsets = np.frombuffer(offsets_b, dtype=np.int32)
+    m = int(offsets[-1])
+    names, values = (
+        pa.Array.from_buffers(pa.string(), m, [None, pa.py_buffer(o), pa.py_buffer(d)])
+        for o, d in (name_buffers, value_buffers)
+    )
+    parent = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+    picks = np.frombuffer(picks_b, dtype=np.int64).reshape(3, n)
+    return _assemble(names, values, offsets, parent, (picks[0], picks[1], picks[2]))
+
+
+def _assemble(
+    names: pa.StringArray,
+    values: pa.StringArray,
+    offsets: np.ndarray,
+    parent: np.ndarray,
+    picks: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> _Properties:
+    """The property columns from the kept pairs: ``names`` / ``values`` in record order,
+    ``offsets`` (int32, n + 1) and ``parent`` (record of each pair), and per record the pair of
+    TAGS, KEYS and UNIQ_KEY (-1: absent)."""
+    n = len(offsets) - 1
+    mapped = pa.MapArray.from_arrays(pa.array(offsets), names, values)
+    tags, keys, uniq = (values.take(pa.array(t, mask=t < 0)) for t in picks)
     user = np.asarray(pc.invert(pc.is_in(names, value_set=_SYSTEM_NAMES)), dtype=bool)
     header_offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(np.bincount(parent[user], minlength=n), out=header_offsets[1:])
@@ -225,7 +278,7 @@ def _properties(props: pa.StringArray) -> _Properties:
         [names.filter(mask), values.filter(mask).cast(pa.binary())], fields=list(HEADERS_FIELD.type.value_type)
     )
     headers = pa.ListArray.from_arrays(pa.array(header_offsets), pairs, type=HEADERS_FIELD.type)
-    return _Properties(mapped, pick("TAGS"), pick("KEYS"), pick("UNIQ_KEY"), headers)
+    return _Properties(mapped, tags, keys, uniq, headers)
 
 
 def _offset_msg_ids(
@@ -367,14 +420,14 @@ def _repeated(a: np.ndarray, pos: np.ndarray, lens: np.ndarray) -> bytes | None:
     return block[0].tobytes() if (block == block[0]).all() else None
 
 
-def _text_columns(a: np.ndarray, abuf: pa.Buffer, f: _Fields) -> tuple[pa.StringArray, pa.StringArray]:
-    """The topic and properties-string columns (UTF-8 checked).
+def _topic_column(a: np.ndarray, abuf: pa.Buffer, f: _Fields) -> pa.StringArray:
+    """The topic column (UTF-8 checked).
 
     The records of one queue all carry the queue's topic: that case builds the column from
     one checked string (a single vectorised comparison proves it) instead of per-row views.
 
     Raises:
-        ProtocolError: a topic or properties string is not valid UTF-8.
+        ProtocolError: a topic is not valid UTF-8.
     """
     n = len(f.topic_pos)
     same = _repeated(a, f.topic_pos, f.topic_len)
@@ -382,15 +435,26 @@ def _text_columns(a: np.ndarray, abuf: pa.Buffer, f: _Fields) -> tuple[pa.String
         if same is not None and len(same) * n < 2**31:
             same.decode()
             offsets = np.arange(n + 1, dtype=np.int32) * np.int32(len(same))
-            topic = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(same * n)])
-        else:
-            topic = _var_array(a, abuf, f.topic_pos, f.topic_len, pa.string_view(), pa.string())
-            topic.validate(full=True)
-        props = _var_array(a, abuf, f.props_pos, f.props_len, pa.string_view(), pa.string())
-        props.validate(full=True)
+            return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(same * n)])
+        topic = _var_array(a, abuf, f.topic_pos, f.topic_len, pa.string_view(), pa.string())
+        topic.validate(full=True)
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
-        raise ProtocolError(f"record topic or properties are not UTF-8: {exc}") from None
-    return topic, props
+        raise ProtocolError(f"record topic is not UTF-8: {exc}") from None
+    return topic
+
+
+def _props_column(a: np.ndarray, abuf: pa.Buffer, f: _Fields) -> pa.StringArray:
+    """The properties strings as a column, for the reference :func:`_properties` (UTF-8 checked).
+
+    Raises:
+        ProtocolError: a properties string is not valid UTF-8.
+    """
+    props = _var_array(a, abuf, f.props_pos, f.props_len, pa.string_view(), pa.string())
+    try:
+        props.validate(full=True)
+    except pa.ArrowInvalid as exc:
+        raise ProtocolError(f"record properties are not UTF-8: {exc}") from None
+    return props
 
 
 def _msg_ids(a: np.ndarray, s: np.ndarray, uniq: pa.StringArray, f: _Fields) -> pa.StringArray:
@@ -463,7 +527,8 @@ def decode_records_to_batch(
 
     The steps of the module docstring, each once per buffer: :func:`record_starts`,
     :func:`_record_fields` (fixed-width fields and positions), :func:`_bodies` and
-    :func:`_text_columns` (variable-width columns), :func:`_properties` and :func:`_msg_ids`,
+    :func:`_topic_column` (variable-width columns), the properties split (compiled, else
+    :func:`_properties` of :func:`_props_column`) and :func:`_msg_ids`,
     then :func:`_keep_range`. Steps whose columns are not asked for are skipped.
 
     Args:
@@ -486,26 +551,27 @@ def decode_records_to_batch(
     schema = ARROW_SCHEMA if columns is None else pa.schema([output_field(c) for c in columns])
     if isinstance(buf, memoryview) and (buf.ndim != 1 or buf.itemsize != 1 or not buf.c_contiguous):
         buf = buf.cast("B") if buf.c_contiguous else memoryview(buf.tobytes())
-    starts_list = record_starts(buf)
-    n = len(starts_list)
+    s = _starts(buf)
+    n = len(s)
     if n == 0:
         return pa.RecordBatch.from_pylist([], schema=schema)
     a = np.frombuffer(buf, dtype=np.uint8)
     abuf = pa.py_buffer(buf)
-    s = np.asarray(starts_list, dtype=np.int64)
     f = _record_fields(a, s)
     names = set(schema.names)
     arrays: dict[str, pa.Array] = {}
     if "body" in names:
         arrays["body"] = _bodies(a, abuf, memoryview(buf), f)
-    if names & _PROPERTY_COLUMNS or "topic" in names:
-        topic, props = _text_columns(a, abuf, f)
-        arrays["topic"] = topic
-        if names & _PROPERTY_COLUMNS:
-            parsed = _properties(props)
-            arrays.update(properties=parsed.mapped, tags=parsed.tags, keys=parsed.keys, headers=parsed.headers)
-            if "msg_id" in names:
-                arrays["msg_id"] = _msg_ids(a, s, parsed.uniq_key, f)
+    if "topic" in names:
+        arrays["topic"] = _topic_column(a, abuf, f)
+    if names & _PROPERTY_COLUMNS:
+        split = _compiled_split
+        parsed = None if split is None else _properties_compiled(split, abuf, f)
+        if parsed is None:
+            parsed = _properties(_props_column(a, abuf, f))
+        arrays.update(properties=parsed.mapped, tags=parsed.tags, keys=parsed.keys, headers=parsed.headers)
+        if "msg_id" in names:
+            arrays["msg_id"] = _msg_ids(a, s, parsed.uniq_key, f)
     fixed = {
         "broker_name": lambda: pa.repeat(pa.scalar(broker_name, pa.string()), n),
         "queue_id": lambda: pa.array(f.queue_id.astype(np.int32), pa.int32()),

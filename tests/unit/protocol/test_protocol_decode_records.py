@@ -24,7 +24,7 @@ FAST = settings(
 )
 
 
-loop = both_loops(message, "_compiled", "_compiled_decode")
+loop = both_loops(message, ("_compiled", "_compiled_decode"))
 
 
 def _record_loop(buf: bytes | memoryview, **kw: bool) -> list[MessageExt]:

@@ -30,7 +30,7 @@ odd_body = st.binary(max_size=40) | st.binary(max_size=40).map(bytearray)
 odd_flag = st.integers(-(2**31), 2**31 - 1) | st.integers() | st.booleans()
 
 
-loop = both_loops(message, "_compiled_batch", "_compiled_batch_built")
+loop = both_loops(message, ("_compiled_batch", "_compiled_batch_built"))
 
 
 def _python_loop(msgs: list[Message]) -> object:

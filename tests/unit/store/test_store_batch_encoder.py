@@ -104,7 +104,7 @@ def test_the_brokers_region_and_trace_switch_replace_a_messages_own() -> None:
 # installs build) and with the pure-Python loop that is the reference and the fallback.
 
 
-loop = both_loops(batch_encoder, "_compiled", "_compiled_encode")
+loop = both_loops(batch_encoder, ("_compiled", "_compiled_encode"))
 
 
 STORE_HOSTS = st.sampled_from(["127.0.0.1:10911", "[::1]:10911"])
