@@ -313,7 +313,8 @@ class Connection:
         """Send request ``cmd`` and wait for its response.
 
         The response bit and the oneway bit of ``cmd.flag`` are cleared; if ``cmd.opaque`` is
-        already awaiting a response on this connection a fresh opaque is assigned to ``cmd``.
+        already awaiting a response on this connection, or belongs to an abandoned request (timed
+        out or cancelled: its late response is dropped), a fresh opaque is assigned to ``cmd``.
         Mirrors ``NettyRemotingAbstract.invokeSyncImpl``.
 
         Args:
@@ -333,8 +334,9 @@ class Connection:
         if self._closed:
             raise self._closed_error()
         cmd.flag &= ~(FLAG_RESPONSE | FLAG_ONEWAY)
-        pending = self._pending
-        while cmd.opaque in pending:
+        pending, abandoned = self._pending, self._abandoned
+        # a retry of a timed-out command must not be answered by the first attempt's late response
+        while cmd.opaque in pending or cmd.opaque in abandoned:
             cmd.opaque = next_opaque()
         if self.request_hook is not None:
             self.request_hook(cmd)

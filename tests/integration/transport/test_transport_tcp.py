@@ -166,6 +166,24 @@ async def test_timeout_removes_pending_and_late_response_is_dropped(
     assert resp.body == b"still ok"
 
 
+async def test_a_request_resent_after_its_timeout_is_not_answered_by_the_first_attempts_response(
+    peer: Peer, client: Connection
+) -> None:
+    """A retry that reuses the timed-out command gets a fresh opaque (as one still pending would):
+    the first attempt's late response cannot stand in for the retry's."""
+    req = RemotingCommand.request(SILENT)
+    with pytest.raises(RequestTimeoutError):
+        await client.request(req, timeout=0.2)
+    first_opaque = req.opaque
+    retry = asyncio.create_task(client.request(req, timeout=5))
+    await wait_until(lambda: len(peer.held) == 2, what="retry held")
+    assert req.opaque != first_opaque
+    (first, server_conn), (second, _) = peer.held
+    server_conn.send_response(first.response(body=b"first attempt"))
+    server_conn.send_response(second.response(body=b"retry"))
+    assert (await retry).body == b"retry"
+
+
 async def test_answer_later_with_send_response(peer: Peer, client: Connection) -> None:
     task = asyncio.create_task(client.request(RemotingCommand.request(SILENT), timeout=5))
     await wait_until(lambda: len(peer.held) == 1, what="request held")
