@@ -361,8 +361,11 @@ class Connection:
         finally:
             if pending.get(opaque) is fut:
                 del pending[opaque]
-            if not fut.done():
-                fut.cancel()  # cancelled caller: the deadline heap skips done futures
+            # A cancelled caller: asyncio has usually cancelled the awaited future already (else
+            # it is cancelled here; the deadline heap skips done futures). Either way the request
+            # is abandoned, and its late response is dropped at DEBUG.
+            if not fut.done() or fut.cancelled():
+                fut.cancel()
                 self._abandon(opaque)
 
     def _abandon(self, opaque: int) -> None:

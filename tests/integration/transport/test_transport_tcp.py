@@ -166,6 +166,24 @@ async def test_timeout_removes_pending_and_late_response_is_dropped(
     assert resp.body == b"still ok"
 
 
+async def test_a_cancelled_request_is_abandoned_and_its_late_response_dropped_quietly(
+    peer: Peer, client: Connection, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Cancelling the caller cancels the awaited future too (asyncio): the request still counts as
+    abandoned, so its late response is a DEBUG line, not a stray-response WARNING."""
+    task = asyncio.create_task(client.request(RemotingCommand.request(SILENT), timeout=30))
+    await wait_until(lambda: len(peer.held) == 1, what="request held")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert client.pending_count == 0
+    held, server_conn = peer.held[0]
+    with caplog.at_level(logging.DEBUG, logger="rocketpipe.transport"):
+        server_conn.send_response(held.response(body=b"late"))
+        await wait_until(lambda: "abandoned request dropped" in caplog.text, what="late response log")
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
 async def test_a_request_resent_after_its_timeout_is_not_answered_by_the_first_attempts_response(
     peer: Peer, client: Connection
 ) -> None:
