@@ -263,3 +263,16 @@ def test_properties_that_are_not_utf8_raise_protocol_error() -> None:
         decode_records_to_batch(bad, broker_name="b", columns=["tags"])
     # a column that does not need the properties reads the record
     assert decode_records_to_batch(bad, broker_name="b", columns=["queue_offset"]).num_rows == 1
+
+
+def test_a_string_with_many_pairs_is_split_alike_either_way() -> None:
+    """The C split leaves strings of over 256 pairs (its duplicate check is quadratic) to the
+    reference; either way the columns are the same, the last duplicate kept."""
+    many = "".join(f"k{i % 300}\x01v{i}\x02" for i in range(600)) + "TAGS\x01t"
+    buf = _rec(0, properties=many) + _rec(1)
+    got = _property_columns(buf)
+    assert dict(got["properties"][0])["k0"] == "v300" and len(got["properties"][0]) == 301
+    assert got["tags"] == ["t", "t1"]
+    a, abuf = np.frombuffer(buf, dtype=np.uint8), pa.py_buffer(buf)
+    f = decode._record_fields(a, np.asarray(record_starts(buf), dtype=np.int64))
+    assert decode._compiled_split_built(abuf, f.props_pos, f.props_len) is None

@@ -459,7 +459,8 @@ done:
  *   offsets: n + 1 int32 (string i's pairs are [offsets[i], offsets[i + 1])); the kept pairs'
  *   names and values as Arrow string buffers (int32 offsets, UTF-8 data); picks: 3 * n int64,
  *   the kept pair of TAGS, then KEYS, then UNIQ_KEY of each string, -1 when absent. None when a
- *   string is not valid UTF-8 (the Python path raises). Errors: ValueError for ranges outside
+ *   string is not valid UTF-8 (the Python path raises) or has more than PAIRS_COMPARED pairs
+ *   (the Python path splits it). Errors: ValueError for ranges outside
  *   buf, arrays of different lengths, or more than 2**31 - 1 bytes of names or values.
  */
 typedef struct {
@@ -510,6 +511,11 @@ done:
     PyBuffer_Release(&view);
     return result;
 }
+
+/* Most pairs one properties string may have for split_properties, whose duplicate check compares
+ * every pair with the later ones; a string with more (at most ~8,000 fit in 32767 bytes) is left
+ * to the reference's hash-based split. Stored messages carry about 5 to 15. */
+#define PAIRS_COMPARED 256
 
 static int is_name(const unsigned char *p, Py_ssize_t n, const char *name) {
     return (size_t)n == strlen(name) && memcmp(p, name, (size_t)n) == 0;
@@ -626,6 +632,10 @@ static PyObject *split_properties(PyObject *self, PyObject *const *args, Py_ssiz
                     goto done;
             }
             i = end + 1;
+        }
+        if (cand[0].n > PAIRS_COMPARED) { /* the duplicate check is quadratic: the reference's */
+            result = Py_NewRef(Py_None);
+            goto done;
         }
         int64_t *pick = picks + r;
         pick[0] = pick[n] = pick[2 * n] = -1;

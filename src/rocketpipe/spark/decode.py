@@ -239,8 +239,8 @@ def _properties(props: pa.StringArray) -> _Properties:
 def _properties_compiled(split: Any, abuf: pa.Buffer, f: _Fields) -> _Properties | None:
     """:func:`_properties` of the records' property strings, split by ``_records.split_properties``
     straight from the buffer into the names' and values' Arrow buffers (no string column of the
-    whole strings); None when a string is not UTF-8 (the caller then takes the reference path,
-    which raises)."""
+    whole strings); None when a string is not UTF-8 or has more than 256 pairs (the caller then
+    takes the reference path, which raises for the first and splits the second)."""
     out = split(abuf, f.props_pos, f.props_len)
     if out is None:
         return None
