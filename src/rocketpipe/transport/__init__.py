@@ -4,7 +4,7 @@
 * :class:`Connection` — one multiplexed TCP connection (opaque → future table, inbound
   requests);
 * :class:`ConnectionPool` — one connection per address, single-flight connects;
-* :class:`RemotingServer` — ``asyncio.start_server`` + Router;
+* :class:`RemotingServer` — ``loop.create_server`` + Router;
 * :class:`TlsServerConfig`, :class:`TlsClientConfig` — TLS settings (:mod:`.tls`);
 * :mod:`.dispatch` — what a connection hands inbound requests to (a Router), so the connection
   never imports the router.

@@ -63,7 +63,7 @@ class Dispatcher(Protocol[C_contra]):
     """What a connection of type ``C_contra`` hands the peer's requests to (a :class:`~.router.Router`)."""
 
     def dispatch_inline(self, cmd: RemotingCommand, conn: C_contra) -> bool:
-        """Answer ``cmd`` synchronously from the read loop if possible; False: call :meth:`dispatch`."""
+        """Answer ``cmd`` synchronously from the read callback if possible; False: call :meth:`dispatch`."""
         ...
 
     def dispatch(self, cmd: RemotingCommand, conn: C_contra) -> Coroutine[Any, Any, None]:

@@ -85,7 +85,7 @@ class Router:
             handler: ``async (request, connection) -> response | None``.
             inline: optional synchronous fast path with the same outcome as ``handler`` for the
                 requests it accepts (it returns :data:`DEFER` for the others); it runs in the
-                connection's read loop, saving a task per request.
+                connection's read callback, saving a task per request.
         """
         self._handlers[int(code)] = handler
         if inline is None:
@@ -97,7 +97,7 @@ class Router:
         """Handle ``cmd`` synchronously when its code has an inline handler that accepts it.
 
         Same outcome as :meth:`dispatch` (errors become error responses; oneway requests are
-        not answered), except that back-pressure is left to the caller (the read loop).
+        not answered), except that back-pressure is left to the caller (the read callback).
 
         Returns:
             True when handled (or refused by :attr:`guard`); False when :meth:`dispatch` must

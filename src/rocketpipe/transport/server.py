@@ -1,7 +1,7 @@
 """TCP remoting server (L2): :class:`RemotingServer`.
 
-Accepts connections with ``asyncio.start_server`` and serves each one as a
-:class:`~.connection.Connection` whose inbound requests go to a shared :class:`~.router.Router`.
+Accepts connections with ``loop.create_server`` and serves each one as a
+:class:`~.connection.Connection` (the socket's asyncio protocol) whose inbound requests go to a shared :class:`~.router.Router`.
 A connection that sends a malformed frame is closed alone; the server keeps serving the others.
 
 Limits (:class:`~.limits.ServerLimits`): a connection past ``server_max_connections`` is closed
@@ -13,7 +13,7 @@ bytes held for incomplete frames are capped per connection and in total
 Mirrors ``NettyRemotingServer`` (and its ``NettyConnectManageHandler`` idle close).
 
 TLS (:class:`~.tls.TlsServerConfig`): with ``mode="disabled"`` (or no config) the server is
-``asyncio.start_server`` as before, at no cost. In ``permissive`` and ``enforcing`` modes the
+``loop.create_server`` as before, at no cost. In ``permissive`` and ``enforcing`` modes the
 server accepts on its own socket, waits until the new connection's first byte arrives, peeks at
 it (``MSG_PEEK``: nothing is consumed) and only then builds the asyncio transport: TLS
 (``loop.connect_accepted_socket(ssl=...)``) when the byte is ``0x16``, plain otherwise, as
@@ -40,7 +40,7 @@ from typing import Final
 from ..protocol.codes import ResponseCode
 from ..protocol.command import RemotingCommand
 from ..ratelog import RateLimitedLog
-from .connection import _STREAM_LIMIT, Connection, format_address
+from .connection import Connection, format_address
 from .dispatch import Dispatcher, answer
 from .limits import PendingBytes, ServerLimits
 from .periodic import periodic
@@ -164,8 +164,8 @@ class RemotingServer:
         if self._server is not None or self._listen_sock is not None:
             raise RuntimeError("RemotingServer already started")
         if self._ssl is None:
-            self._server = await asyncio.start_server(
-                self._accept, self._host, self._port, limit=_STREAM_LIMIT, reuse_address=True
+            self._server = await asyncio.get_running_loop().create_server(
+                self._new_connection, self._host, self._port, reuse_address=True
             )
             sockname = self._server.sockets[0].getsockname()
         else:
@@ -191,7 +191,7 @@ class RemotingServer:
     # ------------------------------------------------------------------ TLS modes
 
     def _bind(self) -> socket.socket:
-        """The listening socket of the TLS modes (``asyncio.start_server``'s choices)."""
+        """The listening socket of the TLS modes (``loop.create_server``'s choices)."""
         infos = socket.getaddrinfo(self._host or None, self._port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         family, type_, proto, _, sockaddr = infos[0]
         sock = socket.socket(family, type_, proto)
@@ -241,13 +241,11 @@ class RemotingServer:
             if first is None:
                 return
             loop = asyncio.get_running_loop()
-            reader = asyncio.StreamReader(limit=_STREAM_LIMIT, loop=loop)
-            protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
             if first == HANDSHAKE_MAGIC_CODE:
                 handed = True
                 try:
-                    transport, _ = await loop.connect_accepted_socket(
-                        lambda: protocol, sock, ssl=self._ssl, ssl_handshake_timeout=_HANDSHAKE_TIMEOUT_S
+                    await loop.connect_accepted_socket(
+                        self._new_connection, sock, ssl=self._ssl, ssl_handshake_timeout=_HANDSHAKE_TIMEOUT_S
                     )
                 except (OSError, TimeoutError) as err:
                     self.warnings.warning(
@@ -255,19 +253,16 @@ class RemotingServer:
                     )
                     return
                 self.tls_connections += 1
-                self._accept(reader, asyncio.StreamWriter(transport, protocol, reader, loop))
                 return
             handed = True
-            transport, _ = await loop.connect_accepted_socket(lambda: protocol, sock)
-            writer = asyncio.StreamWriter(transport, protocol, reader, loop)
             if self.tls_mode == "enforcing":
                 self.plain_refused += 1
                 self.warnings.warning(
                     "tls-plain-refused", "plain connection refused, tls.server.mode=enforcing remote=%s", peer
                 )
-                self._accept(writer=writer, reader=reader, router=_TLS_REQUIRED)
+                await loop.connect_accepted_socket(lambda: self._new_connection(_TLS_REQUIRED), sock)
                 return
-            self._accept(reader, writer)
+            await loop.connect_accepted_socket(self._new_connection, sock)
         except OSError as err:
             log.debug("connection lost before its first byte remote=%s error=%s", peer, err)
         finally:
@@ -281,35 +276,29 @@ class RemotingServer:
         """
         self._close_callbacks.append(fn)
 
-    def _accept(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        router: Dispatcher[Connection] | None = None,
-    ) -> None:
+    def _new_connection(self, router: Dispatcher[Connection] | None = None) -> Connection:
+        """The protocol of an accepted socket (``_accept`` runs once its transport is made)."""
+        return Connection(
+            router=router or self._router, warnings=self.warnings, pending=self.pending_bytes, on_open=self._accept
+        )
+
+    def _accept(self, conn: Connection) -> None:
+        """Register a new connection, or close it at once (server closing, or over the cap)."""
         if self._closing:
-            writer.transport.abort()
+            conn.close_now("server closing", abort=True)
             return
         cap = self.limits.server_max_connections
         if len(self.connections) >= cap:
             self.refused += 1
             self.warnings.warning(
                 "max-connections", "connection refused: %d connections open, server_max_connections=%d remote=%s",
-                len(self.connections), cap, format_address(writer.get_extra_info("peername")),
+                len(self.connections), cap, conn.remote_address,
             )  # fmt: skip
-            writer.transport.abort()
+            conn.close_now("refused: server_max_connections", abort=True)
             return
-        conn = Connection(
-            reader, writer, router=router or self._router, warnings=self.warnings, pending=self.pending_bytes
-        )
         self.connections.add(conn)
         conn.add_close_callback(self._on_closed)
-        conn.start()
-        log.debug(
-            "connection accepted remote=%s local=%s",
-            conn.remote_address,
-            format_address(writer.get_extra_info("sockname")),
-        )
+        log.debug("connection accepted remote=%s local=%s", conn.remote_address, conn.local_address)
 
     async def _sweep_idle(self) -> None:
         """Close connections silent for the idle timeout; clear the others' activity marks.

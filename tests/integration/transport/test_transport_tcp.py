@@ -29,6 +29,8 @@ SILENT = 9003  # never answers (returns None and keeps the request)
 ONEWAY_SINK = 9004  # records oneway requests
 FAILS = 9005  # raises a RocketMQError
 CALL_BACK = 9006  # server asks the client something on the client's own connection
+INLINE_BIG = 9007  # answered inline (in the read callback) with a 256 KiB body
+BIG_BODY = b"r" * (256 * 1024)
 
 
 @dataclass
@@ -39,6 +41,8 @@ class Peer:
     held: list[tuple[RemotingCommand, Connection]] = field(default_factory=list)
     oneways: list[RemotingCommand] = field(default_factory=list)
     started: list[str] = field(default_factory=list)
+    inline_answered: int = 0
+    max_write_buffer: int = 0  # the largest write buffer an INLINE_BIG request found, bytes
 
 
 @pytest.fixture
@@ -82,6 +86,16 @@ async def peer() -> AsyncIterator[Peer]:
         (CALL_BACK, call_back),
     ]:
         router.register(code, h)
+
+    def inline_big(cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        p.inline_answered += 1
+        p.max_write_buffer = max(p.max_write_buffer, conn.write_buffer_size)
+        return cmd.response(body=BIG_BODY)
+
+    async def big(cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+        raise AssertionError("answered inline")
+
+    router.register(INLINE_BIG, big, inline=inline_big)
     p.addr = await server.start()
     try:
         yield p
@@ -331,6 +345,47 @@ async def test_frames_split_across_writes_and_coalesced(peer: Peer) -> None:
             for cmd in dec:
                 got[cmd.opaque] = cmd
         assert got[a.opaque].ext_fields["n"] == "a" and got[b.opaque].ext_fields["n"] == "b"
+    finally:
+        writer.close()
+
+
+async def test_inline_answers_pause_reading_while_the_peer_does_not_read(peer: Peer) -> None:
+    """A peer that sends many requests and reads nothing: the server pauses reading as soon as
+    its write buffer is full of inline answers (per request, not per socket read), instead of
+    buffering without bound; once the peer reads, every answer arrives, in order, and reading
+    resumes."""
+    reader, writer = await asyncio.open_connection(*peer.addr.split(":"))
+    try:
+        n = 200  # 50 MiB of answers: far more than the socket buffers and the transport hold
+        requests = [RemotingCommand.request(INLINE_BIG, {"i": str(i)}) for i in range(n)]
+        await wait_until(lambda: len(peer.server.connections) == 1, what="connection accepted")
+        (conn,) = peer.server.connections
+        writer.write(b"".join(encode_frame(r) for r in requests))  # ~20 KiB: one socket read
+        await writer.drain()
+        await wait_until(lambda: conn.reading_paused, what="reading paused by back-pressure")
+        assert peer.inline_answered < n
+        more = [RemotingCommand.request(INLINE_BIG, {"i": str(i)}) for i in range(n, 2 * n)]
+        for r in more:  # one write per request, each given a loop pass: a server still reading would
+            writer.write(encode_frame(r))  # take them in one read each and answer every one
+            await asyncio.sleep(0)
+        await writer.drain()
+        requests += more
+        n *= 2
+        from rocketpipe.protocol.frame import FrameDecoder
+
+        dec = FrameDecoder()
+        got: list[RemotingCommand] = []
+        while len(got) < n:
+            data = await asyncio.wait_for(reader.read(1 << 20), 10)
+            assert data, f"closed after {len(got)} answers"
+            dec.feed(data)
+            got.extend(dec)
+        assert [c.opaque for c in got] == [r.opaque for r in requests]
+        assert all(c.body == BIG_BODY for c in got)
+        assert peer.inline_answered == n
+        # never more than about one answer above the high-water mark (64 KiB by default)
+        assert peer.max_write_buffer < 1024 * 1024
+        await wait_until(lambda: not conn.reading_paused, what="reading resumed")
     finally:
         writer.close()
 

@@ -203,7 +203,7 @@ class SendProcessor:
         return self._send_response(cmd, inner, queue_id, result, status, ext_extra)
 
     def handle_send_inline(self, cmd: RemotingCommand, conn: Connection) -> RemotingCommand | object:
-        """:meth:`handle_send` run in the connection's read loop (no task per request).
+        """:meth:`handle_send` run in the connection's read callback (no task per request).
 
         Same outcome; SYNC_FLUSH requests are deferred to :meth:`handle_send` (they await the
         group commit).
