@@ -23,6 +23,7 @@ import shutil
 import socket
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -151,6 +152,10 @@ def rocketpipe_at(rev: str) -> Callable[[Path, str], contextlib.AbstractContextM
     """A target running ``rocketpipe serve`` as of git revision ``rev`` (its ``src/`` extracted with
     ``git archive`` into the target's temporary directory), for before/after ratios in one run.
 
+    When ``rev`` has a ``setup.py``, its optional C extensions are built in place first, so the
+    baseline runs compiled as the current tree does (without them it would run the pure-Python
+    loops and flatter every later commit).
+
     Raises (when entered):
         Unavailable: ``rev`` is not a revision of this repository.
     """
@@ -166,6 +171,19 @@ def rocketpipe_at(rev: str) -> Callable[[Path, str], contextlib.AbstractContextM
         if archive.returncode != 0:
             raise Unavailable(f"git archive {rev}: {archive.stderr.decode(errors='replace').strip()}")
         subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=True)
+        setup = subprocess.run(["git", "-C", str(root), "show", f"{rev}:setup.py"], capture_output=True, check=False)
+        if setup.returncode == 0:
+            (out / "setup.py").write_bytes(setup.stdout)
+            project = subprocess.run(
+                ["git", "-C", str(root), "show", f"{rev}:pyproject.toml"], capture_output=True, check=True
+            )
+            (out / "pyproject.toml").write_bytes(project.stdout)  # the src layout the build needs
+            built = subprocess.run(
+                [sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=out, capture_output=True, check=False
+            )
+            if built.returncode != 0:
+                last = (built.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1]
+                raise Unavailable(f"building {rev}'s C extensions failed: {last}")
         with rocketpipe_serve(tmp, flush, src=out / "src") as served:
             yield served
 
