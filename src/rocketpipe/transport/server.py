@@ -1,7 +1,8 @@
 """TCP remoting server (L2): :class:`RemotingServer`.
 
 Accepts connections with ``loop.create_server`` and serves each one as a
-:class:`~.connection.Connection` (the socket's asyncio protocol) whose inbound requests go to a shared :class:`~.router.Router`.
+:class:`~.connection.Connection` (the socket's asyncio protocol) whose inbound requests go to a
+shared :class:`~.router.Router`.
 A connection that sends a malformed frame is closed alone; the server keeps serving the others.
 
 Limits (:class:`~.limits.ServerLimits`): a connection past ``server_max_connections`` is closed
