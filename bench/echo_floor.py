@@ -22,6 +22,8 @@ import time
 
 import uvloop
 
+from peers import process_cpu_s
+
 _LEN = struct.Struct(">i")
 RESPONSE = _LEN.pack(96) + b"r" * 96
 REQUEST = _LEN.pack(1100) + b"x" * 1100
@@ -72,12 +74,6 @@ def _serve(listener: socket.socket) -> None:
     uvloop.run(main())
 
 
-def _cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 async def _drive(port: int, server_pid: int, n: int) -> None:
     loop = asyncio.get_running_loop()
     transport, client = await loop.create_connection(EchoClient, "127.0.0.1", port)
@@ -89,10 +85,10 @@ async def _drive(port: int, server_pid: int, n: int) -> None:
 
     for _ in range(2000):  # warm-up
         await round_trip()
-    s0, c0, w0 = _cpu_s(server_pid), time.process_time(), time.perf_counter()
+    s0, c0, w0 = process_cpu_s((server_pid,)), time.process_time(), time.perf_counter()
     for _ in range(n):
         await round_trip()
-    s1, c1, w1 = _cpu_s(server_pid), time.process_time(), time.perf_counter()
+    s1, c1, w1 = process_cpu_s((server_pid,)), time.process_time(), time.perf_counter()
     transport.close()
     print(
         f"echo floor: {n / (w1 - w0):,.0f} round trips/s; CPU per round trip: "

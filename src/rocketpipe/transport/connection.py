@@ -8,10 +8,11 @@ example ``NOTIFY_CONSUMER_IDS_CHANGED`` pushed by a broker on a client's connect
 to a :class:`~.dispatch.Dispatcher` (a :class:`~.router.Router`): codes with an inline
 (synchronous) handler are answered from the read callback, which then pauses reading while the
 write buffer is above its high-water mark (``resume_writing`` resumes it); the others each run in
-their own task owned by the connection. Outgoing frames are queued and written together on the next loop iteration (several
-frames per socket write); the writer only awaits ``drain`` when the transport buffer is above its
-high-water mark (``pause_writing``). Request deadlines sit in one heap per connection served by a single timer
-(cheaper than one ``asyncio.timeout`` per request); an expired request's pending entry is removed.
+their own task owned by the connection. Outgoing frames are queued and written together on the
+next loop iteration (several frames per socket write); a writer only waits when the transport
+buffer is above its high-water mark (``pause_writing``). Request deadlines sit in one heap per
+connection served by a single timer (cheaper than one ``asyncio.timeout`` per request); an
+expired request's pending entry is removed.
 
 Errors at this edge: ``OSError`` and lost connections become
 :class:`~rocketpipe.errors.ConnectionClosedError`, timeouts
@@ -299,8 +300,6 @@ class Connection(asyncio.Protocol):
         tasks = [t for t in self._handler_tasks if t is not current]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-        if self._transport is None:
-            return
         try:
             async with asyncio.timeout(_CLOSE_LINGER):
                 await asyncio.shield(self._lost)
@@ -442,7 +441,7 @@ class Connection(asyncio.Protocol):
         Raises:
             ConnectionClosedError: the connection was lost while waiting (retriable).
         """
-        if self._transport.get_write_buffer_size() + self._out_bytes <= self._high_water:
+        if self.write_buffer_size <= self._high_water:
             return
         self._flush()
         if self._closed:
@@ -517,12 +516,13 @@ class Connection(asyncio.Protocol):
 
         Inline handlers answer here. When their answers take the transport's buffer above its
         high-water mark (the peer does not read them), reading pauses and the frames not yet
-        handled stay in the decoder until ``resume_writing``: memory stays bounded per request,
-        not per socket read.
+        handled stay in the decoder until ``resume_writing``. Java's ``NettyRemotingServer``
+        does the same in ``channelWritabilityChanged`` (auto-read off while the channel is not
+        writable), but handles every frame of the read already decoded; here the pause takes
+        effect at the next request, so memory stays bounded per request, not per socket read.
         """
         decoder = self._decoder
         self._inline_answered = False
-        transport = self._transport
         while True:
             try:
                 cmd = decoder.next()
@@ -543,11 +543,11 @@ class Connection(asyncio.Protocol):
                 return
             if self._closed:  # a handler closed the connection: the rest is not read
                 return
-            if self._inline_answered and transport.get_write_buffer_size() + self._out_bytes > self._high_water:
+            if self._inline_answered and self.write_buffer_size > self._high_water:
                 self._flush()
                 if self._write_paused and not self._closed:
                     self._read_paused = True
-                    transport.pause_reading()
+                    self._transport.pause_reading()
                     return  # the frames left wait in the decoder (they are not counted as pending)
         if self._inline_answered and self._out:
             # the answers to this read's requests leave in one write now, not one loop
@@ -583,9 +583,7 @@ class Connection(asyncio.Protocol):
             reason = "closed by peer" if exc is None else f"read failed: {exc}"
             if not self._got_data and self.tls:
                 reason += _TLS_REFUSED_HINT
-            self._shutdown(reason, abort=exc is not None)
-        self._write_paused = False
-        self._wake_drain_waiters()
+            self._shutdown(reason, abort=exc is not None)  # also fails wait_writable's waiters
         if not self._lost.done():
             self._lost.set_result(None)
 

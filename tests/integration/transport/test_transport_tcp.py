@@ -19,7 +19,7 @@ from rocketpipe.errors import (
 )
 from rocketpipe.protocol.codes import RequestCode, ResponseCode
 from rocketpipe.protocol.command import RemotingCommand
-from rocketpipe.protocol.frame import encode_frame
+from rocketpipe.protocol.frame import FrameDecoder, encode_frame
 from rocketpipe.transport import Connection, ConnectionPool, RemotingServer, Router
 from waiting import wait_until
 
@@ -334,8 +334,6 @@ async def test_frames_split_across_writes_and_coalesced(peer: Peer) -> None:
         for i in range(3, len(fb)):
             writer.write(fb[i : i + 1])
         await writer.drain()
-        from rocketpipe.protocol.frame import FrameDecoder
-
         dec = FrameDecoder()
         got: dict[int, RemotingCommand] = {}
         while len(got) < 2:
@@ -371,8 +369,6 @@ async def test_inline_answers_pause_reading_while_the_peer_does_not_read(peer: P
         await writer.drain()
         requests += more
         n *= 2
-        from rocketpipe.protocol.frame import FrameDecoder
-
         dec = FrameDecoder()
         got: list[RemotingCommand] = []
         while len(got) < n:
