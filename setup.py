@@ -15,6 +15,7 @@ setup(
             libraries=["z"],
             optional=True,
         ),
+        Extension("rocketpipe.store._index_put", ["src/rocketpipe/store/_index_put.c"], optional=True),
         Extension("rocketpipe.protocol._records", ["src/rocketpipe/protocol/_records.c"], optional=True),
     ]
 )

@@ -47,7 +47,7 @@ from ..protocol.message import decode_record
 from .api import property_value as _property
 from .commit_log import CommitLog
 from .index_file import IndexFile, IndexFileError, KeyEntry
-from .index_hash import index_key_hash, index_key_hashes
+from .index_hash import index_key_hash
 
 log = logging.getLogger(__name__)
 
@@ -251,13 +251,12 @@ class KeyIndex:
         done = 0
         try:
             if batch or covered >= 0:
-                hashes = index_key_hashes([k for k, _, _ in batch]) if batch else []
                 f = self._writable_file()
                 while done < len(batch):
                     if f.is_write_full:
                         f.sync()
                         f = self._writable_file()
-                    done += f.put_many(batch, hashes, done)
+                    done += f.put_many(batch, done)
                 if covered >= 0:
                     f.set_end_phy_offset(covered)
                 if force:

@@ -43,7 +43,9 @@ from array import array
 from pathlib import Path
 from typing import Final
 
+from ..compiled import load
 from ..errors import RocketMQError
+from .index_hash import index_key_hashes
 
 HEADER_SIZE: Final = 40
 HASH_SLOT_SIZE: Final = 4
@@ -62,6 +64,11 @@ _SLOT: Final = struct.Struct(">i")
 _PHY: Final = struct.Struct(">q")
 _ZERO_ENTRY: Final = bytes(INDEX_SIZE)
 _SWAP: Final = sys.byteorder == "little"  # array() is native-endian; the file is big-endian
+
+#: the compiled loops of :meth:`IndexFile.put_many` (None: not built), and the ones in use (None:
+#: the Python code, also with ROCKETPIPE_PURE_PYTHON=1)
+_compiled_put_built, _compiled_put = load(f"{__package__}._index_put", "put_entries")
+_compiled_slots, _ = load(f"{__package__}._index_put", "put_slots")  # used after put_entries only
 
 #: ``(key, commit-log offset, store timestamp ms)`` of one key to index.
 KeyEntry = tuple[str, int, int]
@@ -235,36 +242,87 @@ class IndexFile:
 
     # ------------------------------------------------------------------ write
 
-    def put_many(self, batch: list[KeyEntry], hashes: list[int], start: int) -> int:
+    def put_many(self, batch: list[KeyEntry], start: int) -> int:
         """Append ``batch[start:]`` until the file is full (``putKey`` for each); return how many.
 
-        ``hashes[i]`` is :func:`~rocketpipe.store.index_hash.index_key_hash` of ``batch[i][0]``.
+        Each key's slot is :func:`~rocketpipe.store.index_hash.index_key_hash` modulo the slot
+        count. The compiled loop (``_index_put.c``, when built) hashes and writes the entries in
+        one pass; the Python code below is the reference.
 
         Raises:
-            OSError: the blocks for the entries cannot be reserved (disk full); nothing written.
+            OSError: the blocks for the entries or slots cannot be reserved (disk full); nothing
+                written.
         """
         pos = first = self.index_count
         n = min(len(batch) - start, self.index_num - pos)
         if n <= 0:
             return 0
-        base = self._entries_at
-        mm = self._mm
-        slots = self.hash_slot_num
-        unpack_slot = _SLOT.unpack_from
-        part = batch[start : start + n]
-        key_hashes = hashes[start : start + n]
-        slot_of = [h % slots for h in key_hashes]
-        self._reserve_slots(slot_of)
-        self._reserve(base + (pos + n) * INDEX_SIZE)
+        self._reserve(self._entries_at + (pos + n) * INDEX_SIZE)
+        begin_ts = batch[start][2] if pos == 1 else self.begin_timestamp
+        touched: bytes | dict[int, int]
+        if _compiled_put is not None:
+            touched, new_slots = self._put_entries_compiled(batch, start, n, begin_ts)
+        else:
+            touched, new_slots = self._put_entries(batch, start, n, begin_ts)
         if pos == 1:  # the first entry sets the begin fields (IndexFile.putKey)
-            self.begin_phy_offset, self.begin_timestamp = part[0][1], part[0][2]
-        begin_ts = self.begin_timestamp
+            self.begin_phy_offset, self.begin_timestamp = batch[start][1], begin_ts
+        self.index_count = first + n  # entries first, then the slots, header last; readers follow slots up to here
+        if isinstance(touched, bytes):
+            assert _compiled_slots is not None
+            _compiled_slots(self._mm, touched)
+        else:
+            for sp, p in touched.items():
+                _SLOT.pack_into(self._mm, HEADER_SIZE + sp * HASH_SLOT_SIZE, p)
+        _key, phy, ts = batch[start + n - 1]
+        self.hash_slot_count += new_slots
+        self.end_timestamp = ts
+        if phy > self.end_phy_offset:
+            self.end_phy_offset = phy
+        self.save_header()
+        return n
+
+    def _put_entries_compiled(self, batch: list[KeyEntry], start: int, n: int, begin_ts: int) -> tuple[bytes, int]:
+        """:meth:`_put_entries` in C: ``(touched slots as (slot, position) pairs, new slots)``.
+
+        Raises:
+            OSError: a slot block cannot be reserved; nothing written.
+        """
+        assert _compiled_put is not None
+        while True:
+            missing, touched, new_slots = _compiled_put(
+                self._mm, batch, start, n, self.index_count, self.hash_slot_num, self._entries_at, begin_ts,
+                self._slot_blocks,
+            )  # fmt: skip
+            if touched is not None:
+                return touched, new_slots
+            for block in missing:  # reserve, then hash again (only while some blocks are new)
+                self._reserve_slot_block(block)
+
+    def _put_entries(self, batch: list[KeyEntry], start: int, n: int, begin_ts: int) -> tuple[dict[int, int], int]:
+        """Write the entries of ``batch[start:start + n]`` at ``index_count`` onwards.
+
+        Returns:
+            ``{slot: newest position}`` for the slots to point at them (not written yet) and
+            how many of those slots were empty.
+
+        Raises:
+            OSError: a slot block cannot be reserved; nothing written.
+        """
+        pos = first = self.index_count
+        slots = self.hash_slot_num
+        part = batch[start : start + n]
+        key_hashes = index_key_hashes([k for k, _p, _t in part])
+        slot_of = [h % slots for h in key_hashes]
+        for block in {sp >> _SLOTS_PER_BLOCK_SHIFT for sp in slot_of}:
+            self._reserve_slot_block(block)
         if begin_ts > 0:
             diffs = [(ts - begin_ts) // 1000 for _k, _p, ts in part]
             if min(diffs) < 0 or max(diffs) > _INT_MAX:
                 diffs = [0 if d < 0 else min(d, _INT_MAX) for d in diffs]
         else:
             diffs = [0] * n
+        mm = self._mm
+        unpack_slot = _SLOT.unpack_from
         prevs: list[int] = []
         touched: dict[int, int] = {}  # slot -> newest position in this batch
         new_slots = 0
@@ -278,26 +336,16 @@ class IndexFile:
             prevs.append(prev)
             touched[sp] = pos
             pos += 1
-        at = base + first * INDEX_SIZE
+        at = self._entries_at + first * INDEX_SIZE
         mm[at : at + n * INDEX_SIZE] = _pack_entries(key_hashes, [p for _k, p, _t in part], diffs, prevs)
-        self.index_count = pos  # entries first, then the slots, header last; readers follow slots up to here
-        for sp, p in touched.items():
-            _SLOT.pack_into(mm, HEADER_SIZE + sp * HASH_SLOT_SIZE, p)
-        _key, phy, ts = batch[start + n - 1]
-        self.hash_slot_count += new_slots
-        self.end_timestamp = ts
-        if phy > self.end_phy_offset:
-            self.end_phy_offset = phy
-        self.save_header()
-        return n
+        return touched, new_slots
 
-    def _reserve_slots(self, slot_of: list[int]) -> None:
+    def _reserve_slot_block(self, block: int) -> None:
         reserved = self._slot_blocks
-        for block in {sp >> _SLOTS_PER_BLOCK_SHIFT for sp in slot_of}:
-            if not reserved[block]:
-                at = HEADER_SIZE + block * SLOT_BLOCK
-                _allocate(self._fd, at, min(SLOT_BLOCK, self._entries_at - at))
-                reserved[block] = 1
+        if not reserved[block]:
+            at = HEADER_SIZE + block * SLOT_BLOCK
+            _allocate(self._fd, at, min(SLOT_BLOCK, self._entries_at - at))
+            reserved[block] = 1
 
     def _reserve(self, upto: int) -> None:
         if upto > self._allocated:

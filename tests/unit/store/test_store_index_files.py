@@ -14,11 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from compiled_loops import both_loops
 from rocketpipe.errors import InvalidArgumentError
 from rocketpipe.protocol import sysflag as sf
+from rocketpipe.store import index_file
 from rocketpipe.store.index import KeyIndex, ScannedRecord
 from rocketpipe.store.index_file import HEADER_SIZE, file_size
 from rocketpipe.store.index_hash import index_key_hash, index_key_hashes, java_string_hash
+
+loop = both_loops(index_file, ("_compiled_put", "_compiled_put_built"))
 
 SIZE = 100  # bytes of every fake commit-log record
 T0 = 1_700_000_000_000
