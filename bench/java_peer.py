@@ -1,27 +1,28 @@
 """The produce/consume scenarios driven by Apache RocketMQ's own Java client against its own broker.
 
-Peer ``java`` of ``bench/produce_consume.py``: a real Apache RocketMQ 5.3.3 broker (as the
-``apache`` peer starts it) and ``io.rocketpipe.interop.BenchScenario`` (tests/interop/java, built
-with rocketmq-client 5.3.3 from Maven Central) in one JVM with G1 and the C2 compiler, warmed by an
-untimed round first. Its rounds run after the interleaved rounds of the other targets (one JVM
-cannot interleave with them), so its ratios are seconds to minutes apart rather than
-interleaved. Scenario counterparts: the same sends; the Python ``pull_raw + decode`` against the
-Java ``DefaultLitePullConsumer`` (32 per pull, like the broker's cap); the push consumer against
-``DefaultMQPushConsumer``.
+Target ``java`` of ``bench/produce_consume.py``: a real Apache RocketMQ 5.3.3 broker (as the
+``apache`` target starts it) and ``io.rocketpipe.interop.BenchScenario`` (tests/interop/java,
+built with rocketmq-client 5.3.3 from Maven Central) in one JVM with G1 and the C2 compiler, up
+for the whole bench. The bench sends it one scenario at a time (a line on its stdin), in turn
+with the other targets, so its ratios are interleaved like theirs; its warm-up is the bench's
+warm-up round. Scenario counterparts: the same sends; the Python ``pull_raw + decode`` against
+the Java ``DefaultLitePullConsumer`` (32 per pull, like the broker's cap); the push consumer
+against ``DefaultMQPushConsumer``.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import subprocess
 import sys
-import time
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO
 
-from peers import Result, Unavailable, apache_broker, one_line
-from rocketpipe import Admin
+from peers import Result, Served, Unavailable, apache_broker, one_line
 
 CLIENT_VERSION = "5.3.3"
 #: Python scenario name -> the Java scenario it is compared with.
@@ -48,54 +49,93 @@ def _classpath(home: Path) -> list[str]:
         raise Unavailable(f"building the Java scenarios failed: {one_line(exc)}") from exc
 
 
-async def _create_topics(namesrv: str, prefixes: list[str]) -> None:
-    async with Admin(namesrv) as admin:
-        deadline = time.monotonic() + 60
-        for prefix in prefixes:
-            for name in ("serial", "pipelined", "batch"):
-                while True:
-                    try:
-                        await admin.create_topic(f"{prefix}-{name}", 8)
-                        await admin.topic_queues(f"{prefix}-{name}")
-                        break
-                    except Exception:
-                        if time.monotonic() > deadline:
-                            raise
-                        await asyncio.sleep(0.5)
+#: seconds one scenario may take before the JVM is declared stuck
+SCENARIO_TIMEOUT = 900.0
 
 
-def run_java_peer(tmp: Path, flush: str, messages: int, size: int, rounds: int, warmup: int) -> dict[str, Any]:
-    """Start the broker, run the Java scenarios; ``{"status", "rounds": [[Result, ...]], ...}``."""
-    try:
-        classpath = _classpath(tmp / "java-home")
-        with apache_broker(tmp, flush) as served:
-            namesrv = served.handle
-            prefix = f"java{int(time.time())}"
-            asyncio.run(
-                _create_topics(namesrv, [f"{prefix}-warmup", *(f"{prefix}-r{i}" for i in range(1, rounds + 1))])
-            )
-            cmd = [
-                "java",
-                *_JVM,
-                f"-Duser.home={tmp / 'java-home'}",
-                "-cp",
-                ":".join(classpath),
-                "io.rocketpipe.interop.BenchScenario",
-                namesrv,
-                prefix,
-                str(messages),
-                str(size),
-                str(rounds),
-                str(warmup),
-            ]
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, check=False)
-    except Unavailable as exc:
-        return {"status": "not measured", "reason": str(exc)}
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
-        tail = (done.stdout + done.stderr)[-400:].replace("\n", " ")
-        return {"status": "not measured", "reason": f"BenchScenario exited {done.returncode}: {tail}"}
-    out: list[list[Result]] = []
-    for rnd in json.loads(lines[-1])["rounds"]:
-        out.append([Result(name, r["messages"], r["seconds"]) for name, r in rnd.items()])
-    return {"status": "measured", "rounds": out}
+@dataclass(slots=True)
+class JavaClient:
+    """The running ``BenchScenario`` JVM: :meth:`run` asks it for one scenario at a time."""
+
+    namesrv: str
+    proc: subprocess.Popen[str]
+
+    def run(self, scenario: str, prefix: str, n: int, size: int) -> Result:
+        """Run the Java ``scenario`` (a :data:`COUNTERPART` value) on the ``prefix-*`` topics with
+        ``n`` messages of ``size`` bytes; blocks. A failed scenario comes back as a :class:`Result` with ``error``.
+
+        Raises:
+            RuntimeError: the JVM did not answer within :data:`SCENARIO_TIMEOUT` or exited.
+        """
+        stdin, stdout = self.proc.stdin, self.proc.stdout
+        assert stdin is not None and stdout is not None
+        stdin.write(f"run {prefix} {n} {size} {scenario}\n")
+        stdin.flush()
+        line = _read_json_line(stdout, SCENARIO_TIMEOUT)
+        if "error" in line:
+            return Result(scenario, error=str(line["error"])[:200])
+        return Result(scenario, int(line["messages"]), float(line["seconds"]))
+
+
+def _read_json_line(out: IO[str], timeout: float) -> dict[str, object]:
+    """The next line of ``out`` that is a JSON object (the JVM may log other lines).
+
+    Raises:
+        RuntimeError: none within ``timeout`` seconds, or the stream ended.
+    """
+    got: list[dict[str, object]] = []
+
+    def read() -> None:
+        for line in out:
+            if line.startswith("{"):
+                got.append(json.loads(line))
+                return
+
+    reader = threading.Thread(target=read, name="java-peer-out", daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not got:
+        raise RuntimeError(f"BenchScenario gave no answer within {timeout:.0f} s (or exited)")
+    return got[0]
+
+
+@contextlib.contextmanager
+def java_target(tmp: Path, flush: str) -> Iterator[Served]:
+    """Apache RocketMQ 5.3.3 (name server + broker) and the ``BenchScenario`` JVM; yields a
+    :class:`Served` whose ``handle`` is the :class:`JavaClient`, ``pids`` the broker's JVMs and
+    ``client_pids`` the client JVM. Stops both at exit.
+
+    Raises:
+        Unavailable: the Java project cannot be built, or a JVM does not start.
+    """
+    classpath = _classpath(tmp / "java-home")
+    with apache_broker(tmp, flush) as served:
+        cmd = [
+            "java",
+            *_JVM,
+            f"-Duser.home={tmp / 'java-home'}",
+            "-cp",
+            ":".join(classpath),
+            "io.rocketpipe.interop.BenchScenario",
+            served.handle,
+        ]
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1
+        )
+        try:
+            assert proc.stdout is not None
+            try:
+                _read_json_line(proc.stdout, 120)
+            except RuntimeError as exc:
+                raise Unavailable(f"BenchScenario did not start: {exc}") from None
+            yield Served(JavaClient(served.handle, proc), served.pids, client_pids=(proc.pid,))
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                if proc.stdin is not None:
+                    proc.stdin.write("quit\n")
+                    proc.stdin.close()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

@@ -45,10 +45,12 @@ class Unavailable(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Served:
-    """A started target: what the scenarios need (``handle``) and its server processes (``pids``)."""
+    """A started target: what the scenarios need (``handle``), its server processes (``pids``) and,
+    when the client is not this process, the client's processes (``client_pids``)."""
 
     handle: Any
     pids: tuple[int, ...]
+    client_pids: tuple[int, ...] = ()
 
 
 _TICK = os.sysconf("SC_CLK_TCK")

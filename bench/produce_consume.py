@@ -1,12 +1,14 @@
 """Produce and consume throughput of rocketpipe against peers measured in the same run, 1 KiB messages.
 
-Three targets, each started fresh on 127.0.0.1 with its data in a temporary directory (see
+The targets, each started fresh on 127.0.0.1 with its data in a temporary directory (see
 ``bench/peers.py``), all up for the whole run and stopped at its end:
 
 * **rocketpipe**: ``python -m rocketpipe serve`` (broker + name server) in its own process;
 * **Apache RocketMQ 5.3.3**: the real name server + broker JVMs (1 GiB heap), driven by the
   *same* rocketpipe Python client and the same scenarios, so the ratio compares brokers;
-* **Redis 7 Streams** (Debian ``redis-server``, redis-py): the closest equivalent operations.
+* **Redis 7 Streams** (Debian ``redis-server``, redis-py): the closest equivalent operations;
+* **Java**: Apache RocketMQ 5.3.3 driven by its own Java client 5.3.3 (``bench/java_peer.py``): one
+  JVM up for the whole run that runs each scenario when asked, in turn with the others.
 
 The machine is shared and noisy, so the targets are interleaved: each scenario runs on every
 target in turn (one busy at a time), in ``--rounds`` rounds on fresh topics; a rate is the
@@ -37,7 +39,7 @@ messages outstanding as the batch scenario); ``XREADGROUP COUNT 1024`` / ``COUNT
 ``appendfsync everysec`` (written every event-loop turn, fsynced once a second); ``--flush sync``
 = SYNC_FLUSH and ``appendfsync always``.
 
-Usage: ``python bench/produce_consume.py [--peers apache,redis|none] [--messages N] [--rounds R]
+Usage: ``python bench/produce_consume.py [--peers apache,redis,java|none] [--messages N] [--rounds R]
 [--warmup N] [--size BYTES] [--flush async|sync] [--json PATH]``; ``make bench`` runs the defaults.
 A peer that cannot start is shown as "not measured: <reason>"; the run still completes. Results,
 per round and medians, go to ``out/bench/produce_consume.json``.
@@ -64,7 +66,7 @@ from rich.table import Table
 
 from java_peer import CLIENT_VERSION as JAVA_CLIENT_VERSION
 from java_peer import COUNTERPART as JAVA_COUNTERPART
-from java_peer import run_java_peer
+from java_peer import java_target
 from peers import (
     APACHE_VERSION,
     TARGETS,
@@ -272,19 +274,27 @@ async def run_rounds(handles: dict[str, Served], args: argparse.Namespace) -> di
         for t, h in handles.items():
             if t != "redis":
                 try:
-                    await create_topics(h.handle, prefix)
+                    await create_topics(h.handle.namesrv if t == "java" else h.handle, prefix)
                 except Exception as exc:  # the scenarios will fail and say so
                     console.print(f"[red]{t}: creating topics failed: {one_line(exc)}[/red]")
         for sc in plan(n, prefix):
             for t, h in handles.items():
-                server0, client0 = process_cpu_s(h.pids), time.process_time()
+                server0 = process_cpu_s(h.pids)
+                client0 = process_cpu_s(h.client_pids) if h.client_pids else time.process_time()
                 try:
-                    r = sc.redis(h.handle, args.size) if t == "redis" else await sc.rocketmq(h.handle, args.size)
+                    if t == "redis":
+                        r = sc.redis(h.handle, args.size)
+                    elif t == "java":
+                        r = await asyncio.to_thread(
+                            h.handle.run, JAVA_COUNTERPART[sc.name], prefix, sc.messages, args.size
+                        )
+                    else:
+                        r = await sc.rocketmq(h.handle, args.size)
                 except Exception as exc:  # one failed scenario must not hide the others
                     r = Result("", error=one_line(exc))
                 r.server_cpu_s = process_cpu_s(h.pids) - server0
-                r.client_cpu_s = time.process_time() - client0
-                r.scenario = sc.redis_name if t == "redis" else sc.name
+                r.client_cpu_s = (process_cpu_s(h.client_pids) if h.client_pids else time.process_time()) - client0
+                r.scenario = sc.redis_name if t == "redis" else JAVA_COUNTERPART[sc.name] if t == "java" else sc.name
                 per_target[t].append(r)
         if prefix != "warmup":
             for t in handles:
@@ -376,7 +386,7 @@ def comparison(
     if peer == "java":
         title = (
             f"rocketpipe (Python client + broker) vs Apache RocketMQ {APACHE_VERSION} driven by its own Java client "
-            f"{JAVA_CLIENT_VERSION} (one warmed JVM; its rounds follow the others')"
+            f"{JAVA_CLIENT_VERSION} (one JVM for the whole run, its scenarios interleaved with the others')"
         )
     elif peer == "baseline":
         title = f"Same Python client, rocketpipe serve now vs at {args.baseline} (before/after, same run)"
@@ -401,6 +411,7 @@ def comparison(
         "server µs/msg rp",
         f"server µs/msg {short}",
         "client µs/msg rp",
+        *([f"client µs/msg {short}"] if peer == "java" else []),
         "notes (rp | peer)",
     ]
     for col in cols:
@@ -435,6 +446,7 @@ def comparison(
             cpu(a, "server"),
             cpu(b, "server"),
             cpu(a, "client"),
+            *([cpu(b, "client")] if peer == "java" else []),
             " | ".join(r.note or "" for r in (a, b) if r and r.note),
         )
     return t, ratios
@@ -462,7 +474,7 @@ def main() -> int:
     ap.add_argument("--json", type=Path, default=Path("out/bench/produce_consume.json"))
     args = ap.parse_args()
     peers = [] if args.peers.strip() == "none" else [p.strip() for p in args.peers.split(",") if p.strip()]
-    targets: dict[str, Any] = {**TARGETS, "java": None}
+    targets: dict[str, Any] = {**TARGETS, "java": java_target}
     if args.baseline:
         targets["baseline"] = rocketpipe_at(args.baseline)
         peers.append("baseline")
@@ -472,16 +484,7 @@ def main() -> int:
         ap.error("--rounds and --messages must be >= 1")
 
     load_start = os.getloadavg()
-    runs = run(args, ["rocketpipe", *(p for p in peers if p != "java")], targets)
-    if "java" in peers:
-        console.print("[dim]java: Apache broker + BenchScenario (Java client), warm-up then rounds…[/dim]")
-        with tempfile.TemporaryDirectory(prefix="rocketpipe-bench-java-") as tmp:
-            runs["java"] = run_java_peer(Path(tmp), args.flush, args.messages, args.size, args.rounds, args.warmup)
-        if runs["java"]["status"] == "measured":
-            rounds = runs["java"]["rounds"]
-            runs["java"]["results"] = [median_result([rnd[i] for rnd in rounds]) for i in range(len(rounds[0]))]
-        else:
-            console.print(f"[red]java: not measured: {runs['java']['reason']}[/red]")
+    runs = run(args, ["rocketpipe", *peers], targets)
     load_end = os.getloadavg()
     sc = plan(args.messages, "bench")
     console.print(

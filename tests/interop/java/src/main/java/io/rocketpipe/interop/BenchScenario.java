@@ -1,5 +1,8 @@
 package io.rocketpipe.interop;
 
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -24,25 +27,21 @@ import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 
 /**
- * The produce/consume benchmark's scenarios driven by the official Java client, in one warmed JVM
- * (bench/produce_consume.py, peer "java"). Args: namesrv topicPrefix messages size rounds warmup.
- * For each round (the first {@code warmup} messages long and untimed): send x1 (sync), send x64
- * (async, 64 in flight), send_batch 32/req x4 (4 threads of sync batch sends), lite pull
- * (assign all queues, pullBatchSize 32) and push consumer (concurrent listener) on fresh topics
- * {@code <prefix>-r<i>-serial|pipelined|batch} that the caller created with 8 queues. Consumers are timed
- * from their first message, as the Python scenarios are. Prints one JSON line: rounds, each a map
- * scenario -> {messages, seconds}.
+ * The produce/consume benchmark's scenarios driven by the official Java client, in one JVM that
+ * stays up for the whole bench (bench/produce_consume.py, peer "java"), so that its scenarios are
+ * interleaved with the other targets'. Args: namesrv. Prints {"ready": true}, then reads one
+ * command per line from stdin, {@code run <topicPrefix> <n> <bodySize> <scenario>}, runs that scenario and
+ * prints one JSON line {scenario, messages, seconds} (or {scenario, error}); {@code quit} or the
+ * end of stdin stops it. Scenarios: send x1 in flight (sync), send x64 in flight (async, 64 in
+ * flight), send_batch 32/req x4 (4 threads of sync batch sends), lite pull (assign all queues,
+ * pullBatchSize 32) and push consumer (concurrent listener), on the topics {@code
+ * <prefix>-serial|pipelined|batch} that the caller created with 8 queues. The batch topic gets
+ * whole batches of 32 (n rounded down), which the consumers then read. Consumers are timed from
+ * their first message, as the Python scenarios are.
  */
 public final class BenchScenario {
     public static void main(String[] args) throws Exception {
         String ns = args[0];
-        String prefix = args[1];
-        int n = Integer.parseInt(args[2]);
-        int size = Integer.parseInt(args[3]);
-        int rounds = Integer.parseInt(args[4]);
-        int warmup = Integer.parseInt(args[5]);
-        byte[] body = new byte[size];
-        java.util.Arrays.fill(body, (byte) 'x');
         DefaultMQProducer p = new DefaultMQProducer("bench-java-" + System.nanoTime());
         p.setNamesrvAddr(ns);
         p.setInstanceName("bench-" + System.nanoTime());
@@ -50,32 +49,52 @@ public final class BenchScenario {
         p.setVipChannelEnabled(false);
         p.setCompressMsgBodyOverHowmuch(Integer.MAX_VALUE);
         p.start();
-        List<Object> out = Json.list();
+        Map<String, Object> ready = Json.obj();
+        ready.put("ready", true);
+        Json.print(ready);
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         try {
-            for (int r = 0; r <= rounds; r++) {
-                int m = r == 0 ? warmup : n;
-                if (m <= 0) {
-                    continue;
+            String line;
+            while ((line = in.readLine()) != null && !line.trim().equals("quit")) {
+                String[] w = line.trim().split(" ", 5);
+                Map<String, Object> res;
+                try {
+                    if (w.length != 5 || !w[0].equals("run")) {
+                        throw new IllegalArgumentException("expected: run <topicPrefix> <n> <bodySize> <scenario>, got " + line);
+                    }
+                    byte[] body = new byte[Integer.parseInt(w[3])];
+                    java.util.Arrays.fill(body, (byte) 'x');
+                    res = scenario(p, ns, w[4], w[1], Integer.parseInt(w[2]), body);
+                } catch (Exception e) {
+                    res = Json.obj();
+                    res.put("error", e.toString());
                 }
-                String base = prefix + "-" + (r == 0 ? "warmup" : "r" + r);
-                Map<String, Object> res = Json.obj();
-                res.put("send x1 in flight", timed(Math.max(1, m / 20), k -> sendSerial(p, base + "-serial", k, body)));
-                res.put("send x64 in flight", timed(Math.max(1, m / 2), k -> sendPipelined(p, base + "-pipelined", k, body)));
-                int whole = m / 32 * 32;  // whole batches of 32: what the batch topic then holds
-                res.put("send_batch 32/req x4", timed(whole, k -> sendBatch(p, base + "-batch", k, body)));
-                res.put("lite pull", timed(whole, k -> litePull(ns, base + "-batch", k)));
-                res.put("push consumer", timed(whole, k -> push(ns, base + "-batch", k)));
-                if (r > 0) {
-                    out.add(res);
-                }
+                res.put("scenario", w.length == 5 ? w[4] : line);
+                Json.print(res);
             }
         } finally {
             p.shutdown();
         }
-        Map<String, Object> top = Json.obj();
-        top.put("rounds", out);
-        Json.print(top);
         System.exit(0);
+    }
+
+    static Map<String, Object> scenario(DefaultMQProducer p, String ns, String name, String base, int m, byte[] body)
+            throws Exception {
+        int whole = m / 32 * 32;  // whole batches of 32: what the batch topic then holds
+        switch (name) {
+            case "send x1 in flight":
+                return timed(m, k -> sendSerial(p, base + "-serial", k, body));
+            case "send x64 in flight":
+                return timed(m, k -> sendPipelined(p, base + "-pipelined", k, body));
+            case "send_batch 32/req x4":
+                return timed(whole, k -> sendBatch(p, base + "-batch", k, body));
+            case "lite pull":
+                return timed(whole, k -> litePull(ns, base + "-batch", k));
+            case "push consumer":
+                return timed(whole, k -> push(ns, base + "-batch", k));
+            default:
+                throw new IllegalArgumentException("unknown scenario " + name);
+        }
     }
 
     /** Runs a scenario of n messages; returns the nanoTime its clock started at (consumers: first message). */
