@@ -41,6 +41,7 @@ from ..protocol.message import (
     PROPERTY_TIMER_OUT_MS,
     MessageExt,
     create_offset_msg_id,
+    create_offset_msg_ids,
     encode_record,
     tag_code,
 )
@@ -617,7 +618,7 @@ class MessageStore:
             PutStatus.PUT_OK,
             wrote_offset=start,
             wrote_bytes=enc.total,
-            msg_ids=[f"{prefix}{phys:016X}" for phys in offsets],
+            msg_ids=create_offset_msg_ids(prefix, offsets),
             queue_offset=first_qo,
             msg_num=n,
             store_timestamp=now,

@@ -18,6 +18,7 @@ from rocketpipe.protocol.message import (
     MessageQueue,
     UniqueIdGenerator,
     create_offset_msg_id,
+    create_offset_msg_ids,
     decode_batch,
     decode_offset_msg_id,
     decode_record,
@@ -248,6 +249,15 @@ def test_decode_batch_fuzz(data: bytes) -> None:
         decode_batch(data)
     except ProtocolError:
         pass
+
+
+@given(
+    host=st.sampled_from(["10.0.0.1:10911", "127.0.0.1:1", "[2001:db8::7]:10911"]),
+    offsets=st.lists(st.integers(0, 2**63 - 1), max_size=40),
+)
+def test_offset_msg_ids_of_a_batch_equal_one_by_one_ids(host: str, offsets: list[int]) -> None:
+    prefix = create_offset_msg_id(host, 0)[:-16]
+    assert create_offset_msg_ids(prefix, offsets) == [create_offset_msg_id(host, o) for o in offsets]
 
 
 def test_offset_msg_id_rejects_garbage() -> None:
