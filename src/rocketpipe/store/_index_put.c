@@ -115,6 +115,7 @@ static PyObject *put_entries(PyObject *self, PyObject *args) {
     Py_ssize_t start, n, entries_at;
     long long first, slot_num, begin_ts;
     uint32_t *hashes = NULL;
+    unsigned char *listed = NULL; /* blocks already in `missing` */
     touched_map map = {NULL, NULL, 0};
     (void)self;
     if (!PyArg_ParseTuple(args, "w*O!nnLLnLw*", &mm, &PyList_Type, &batch, &start, &n, &first, &slot_num,
@@ -130,7 +131,8 @@ static PyObject *put_entries(PyObject *self, PyObject *args) {
         goto done;
     }
     hashes = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(uint32_t));
-    if (hashes == NULL) {
+    listed = PyMem_Calloc((size_t)blocks.len + 1, 1);
+    if (hashes == NULL || listed == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -145,12 +147,12 @@ static PyObject *put_entries(PyObject *self, PyObject *args) {
         uint32_t h = index_key_hash(PyTuple_GET_ITEM(item, 0));
         hashes[i] = h;
         Py_ssize_t block = (Py_ssize_t)((h % (uint64_t)slot_num) >> SLOTS_PER_BLOCK_SHIFT);
-        if (!reserved[block]) {
+        if (!reserved[block] && !listed[block]) {
+            listed[block] = 1;
             PyObject *b = PyLong_FromSsize_t(block);
-            int found = b == NULL ? -1 : PySequence_Contains(missing, b);
-            if (found == 0) found = PyList_Append(missing, b);
+            int failed = b == NULL || PyList_Append(missing, b) < 0;
             Py_XDECREF(b);
-            if (found < 0) goto done;
+            if (failed) goto done;
         }
     }
     if (PyList_GET_SIZE(missing) > 0) {
@@ -209,6 +211,7 @@ static PyObject *put_entries(PyObject *self, PyObject *args) {
 done:
     Py_XDECREF(missing);
     PyMem_Free(hashes);
+    PyMem_Free(listed);
     map_free(&map);
     PyBuffer_Release(&mm);
     PyBuffer_Release(&blocks);
