@@ -71,7 +71,73 @@ ARROW_SCHEMA: Final = pa.schema(
 HEADERS_FIELD: Final = pa.field(
     "headers", pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 )
-_SYSTEM_NAMES: Final = pa.array(sorted(SYSTEM_PROPERTY_NAMES), pa.string())
+
+# Arrays are built from buffers, never with ``pa.array`` / ``pa.scalar``: pyarrow's conversion of
+# Python or numpy input imports pandas on its first use when pandas is installed (0.4 s of CPU),
+# and a Spark Python worker that only passes Arrow batches never loads it otherwise.
+
+
+_INT64: Final = pa.int64()
+
+
+def _ints(values: np.ndarray, typ: pa.DataType = _INT64, nulls: np.ndarray | None = None) -> pa.Array:
+    """An int32 or int64 Arrow array of ``values`` (numpy), null where ``nulls`` (bool) is true."""
+    data = np.ascontiguousarray(values, dtype=np.int32 if typ == pa.int32() else np.int64)
+    if nulls is None or not nulls.any():
+        return pa.Array.from_buffers(typ, len(data), [None, pa.py_buffer(data)])
+    valid = pa.py_buffer(np.packbits(~nulls, bitorder="little"))
+    return pa.Array.from_buffers(typ, len(data), [valid, pa.py_buffer(data)], int(nulls.sum()))
+
+
+def _bools(values: np.ndarray) -> pa.BooleanArray:
+    """A boolean Arrow array of ``values`` (numpy bool), e.g. a filter mask."""
+    bits = np.packbits(np.asarray(values, dtype=bool), bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
+
+
+def _numpy(arr: pa.Array) -> np.ndarray:
+    """The values of a null-free integer or boolean Arrow array as numpy: a view of an integer
+    array's buffer, a boolean array's bits unpacked (``to_numpy`` / ``np.asarray`` would import
+    pandas too)."""
+    assert arr.null_count == 0, "only null-free arrays"
+    n, off, buf = len(arr), arr.offset, arr.buffers()[1]
+    if pa.types.is_boolean(arr.type):
+        bits = np.unpackbits(np.frombuffer(buf, dtype=np.uint8), bitorder="little")
+        return bits[off : off + n].astype(bool)
+    width = arr.type.bit_width // 8
+    kind = "i" if pa.types.is_signed_integer(arr.type) else "u"
+    return np.frombuffer(buf, dtype=np.dtype(f"<{kind}{width}"), count=n, offset=off * width)
+
+
+def _texts(items: Sequence[bytes], typ: pa.DataType) -> pa.Array:
+    """A ``string`` or ``binary`` Arrow array of ``items`` (already encoded; string items UTF-8).
+
+    Raises:
+        ProtocolError: together over 2 GiB (a 32-bit offset column cannot address them).
+    """
+    lens = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
+    offsets = np.zeros(len(items) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    if offsets[-1] > np.iinfo(np.int32).max:
+        raise ProtocolError(f"{offsets[-1]} bytes of values in one batch: over an Arrow column's 2 GiB")
+    data = pa.py_buffer(b"".join(items))
+    return pa.Array.from_buffers(typ, len(items), [None, pa.py_buffer(offsets.astype(np.int32)), data])
+
+
+def _repeat_text(value: str, n: int) -> pa.StringArray:
+    """``value`` ``n`` times, as a string array."""
+    raw = value.encode()
+    offsets = (np.arange(n + 1, dtype=np.int64) * len(raw)).astype(np.int32)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)])
+
+
+_SYSTEM_NAMES: Final = _texts([k.encode() for k in sorted(SYSTEM_PROPERTY_NAMES)], pa.string())
+
+
+def tag_set(tags: frozenset[str]) -> pa.StringArray:
+    """``tags`` as a string array (sorted), a ``value_set`` for ``pyarrow.compute.is_in``."""
+    return _texts([t.encode() for t in sorted(tags)], pa.string())
+
 
 _MIN_RECORD: Final = 91
 _I32 = struct.Struct(">i")
@@ -191,31 +257,31 @@ def _properties(props: pa.StringArray) -> _Properties:
     n = len(props)
     segments = pc.split_pattern(props, "\x02")
     flat = segments.flatten()
-    parent = np.asarray(pc.list_parent_indices(segments))
+    parent = _numpy(pc.list_parent_indices(segments)).astype(np.int64)
     kv = pc.split_pattern(flat, "\x01", max_splits=1)
-    kv_offsets = np.asarray(kv.offsets).astype(np.int64)
+    kv_offsets = _numpy(kv.offsets).astype(np.int64)
     kv_offsets -= kv_offsets[0]
     kv_flat = kv.flatten()
     cand = np.flatnonzero(np.diff(kv_offsets) == 2)
-    names = kv_flat.take(pa.array(kv_offsets[cand]))
-    values = kv_flat.take(pa.array(kv_offsets[cand] + 1))
-    ok = (np.asarray(pc.binary_length(names)) > 0) & (np.asarray(pc.binary_length(values)) > 0)
+    names = kv_flat.take(_ints(kv_offsets[cand]))
+    values = kv_flat.take(_ints(kv_offsets[cand] + 1))
+    ok = (_numpy(pc.binary_length(names)) > 0) & (_numpy(pc.binary_length(values)) > 0)
     if not ok.all():
-        names, values = names.filter(pa.array(ok)), values.filter(pa.array(ok))
+        names, values = names.filter(_bools(ok)), values.filter(_bools(ok))
     idx = cand[ok]
     parent = parent[idx]
     if len(idx):
         # Last duplicate wins (Java's HashMap.put); duplicates only come from merged batch envelopes.
         codes_arr = pc.dictionary_encode(names)
-        codes = np.asarray(codes_arr.indices).astype(np.int64)
+        codes = _numpy(codes_arr.indices).astype(np.int64)
         ndict = len(codes_arr.dictionary)
         combined = parent * ndict + codes
         if np.bincount(combined, minlength=1).max() > 1:
             _, last_rev = np.unique(combined[::-1], return_index=True)
             keep = np.sort(len(combined) - 1 - last_rev)
             names, values, parent, codes = (
-                names.take(pa.array(keep)),
-                values.take(pa.array(keep)),
+                names.take(_ints(keep)),
+                values.take(_ints(keep)),
                 parent[keep],
                 codes[keep],
             )
@@ -268,16 +334,16 @@ def _assemble(
     ``offsets`` (int32, n + 1) and ``parent`` (record of each pair), and per record the pair of
     TAGS, KEYS and UNIQ_KEY (-1: absent)."""
     n = len(offsets) - 1
-    mapped = pa.MapArray.from_arrays(pa.array(offsets), names, values)
-    tags, keys, uniq = (values.take(pa.array(t, mask=t < 0)) for t in picks)
-    user = np.asarray(pc.invert(pc.is_in(names, value_set=_SYSTEM_NAMES)), dtype=bool)
+    mapped = pa.MapArray.from_arrays(_ints(offsets, pa.int32()), names, values)
+    tags, keys, uniq = (values.take(_ints(t, nulls=t < 0)) for t in picks)
+    user = _numpy(pc.invert(pc.is_in(names, value_set=_SYSTEM_NAMES)))
     header_offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(np.bincount(parent[user], minlength=n), out=header_offsets[1:])
-    mask = pa.array(user)
+    mask = _bools(user)
     pairs = pa.StructArray.from_arrays(
         [names.filter(mask), values.filter(mask).cast(pa.binary())], fields=list(HEADERS_FIELD.type.value_type)
     )
-    headers = pa.ListArray.from_arrays(pa.array(header_offsets), pairs, type=HEADERS_FIELD.type)
+    headers = pa.ListArray.from_arrays(_ints(header_offsets, pa.int32()), pairs, type=HEADERS_FIELD.type)
     return _Properties(mapped, tags, keys, uniq, headers)
 
 
@@ -291,11 +357,11 @@ def _offset_msg_ids(
         text = _HEX[raw].reshape(n, 32)
         offsets = np.arange(0, 32 * (n + 1), 32, dtype=np.int32)
         return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(text.tobytes())])
-    ids: list[str] = []
+    ids: list[bytes] = []
     for s, hp, v6 in zip(starts.tolist(), store_host_pos.tolist(), store_v6.tolist(), strict=False):
         w = 20 if v6 else 8
-        ids.append((a[hp : hp + w].tobytes() + a[s + 28 : s + 36].tobytes()).hex().upper())
-    return pa.array(ids, pa.string())
+        ids.append((a[hp : hp + w].tobytes() + a[s + 28 : s + 36].tobytes()).hex().upper().encode())
+    return _texts(ids, pa.string())
 
 
 def _timestamps(ms: np.ndarray) -> pa.Array:
@@ -406,7 +472,7 @@ def _bodies(a: np.ndarray, abuf: pa.Buffer, mv: memoryview, f: _Fields) -> pa.Ar
     for p, ln, flag in zip(f.body_pos.tolist(), f.body_len.tolist(), f.sys_flag.tolist(), strict=False):
         chunk = mv[p : p + ln]
         bodies.append(decompress(chunk, flag) if flag & sf.COMPRESSED_FLAG else bytes(chunk))
-    return pa.array(bodies, pa.binary())
+    return _texts(bodies, pa.binary())
 
 
 def _repeated(a: np.ndarray, pos: np.ndarray, lens: np.ndarray) -> bytes | None:
@@ -459,7 +525,7 @@ def _props_column(a: np.ndarray, abuf: pa.Buffer, f: _Fields) -> pa.StringArray:
 
 def _msg_ids(a: np.ndarray, s: np.ndarray, uniq: pa.StringArray, f: _Fields) -> pa.StringArray:
     """The ``msg_id`` column: ``UNIQ_KEY``, else the offsetMsgId (``MessageClientExt.getMsgId``)."""
-    missing = np.flatnonzero(np.asarray(uniq.is_null()))
+    missing = np.flatnonzero(_numpy(uniq.is_null()))
     if len(missing) == 0:
         return uniq
     if len(missing) == len(s):
@@ -467,7 +533,7 @@ def _msg_ids(a: np.ndarray, s: np.ndarray, uniq: pa.StringArray, f: _Fields) -> 
     offset_ids = _offset_msg_ids(a, s[missing], f.store_host_pos[missing], f.store_v6[missing])
     spread = np.full(len(s), -1, dtype=np.int64)
     spread[missing] = np.arange(len(missing))
-    merged: pa.StringArray = pc.coalesce(uniq, offset_ids.take(pa.array(spread, mask=spread < 0)))
+    merged: pa.StringArray = pc.coalesce(uniq, offset_ids.take(_ints(spread, nulls=spread < 0)))
     return merged
 
 
@@ -480,7 +546,7 @@ def _keep_range(
     lo = start_offset if start_offset is not None else np.iinfo(np.int64).min
     hi = end_offset if end_offset is not None else np.iinfo(np.int64).max
     keep = (queue_offset >= lo) & (queue_offset < hi)
-    return batch if keep.all() else batch.filter(pa.array(keep))
+    return batch if keep.all() else batch.filter(_bools(keep))
 
 
 def decode_bodies_to_batch(
@@ -554,7 +620,7 @@ def decode_records_to_batch(
     s = _starts(buf)
     n = len(s)
     if n == 0:
-        return pa.RecordBatch.from_pylist([], schema=schema)
+        return pa.RecordBatch.from_arrays([pa.nulls(0, field.type) for field in schema], schema=schema)
     a = np.frombuffer(buf, dtype=np.uint8)
     abuf = pa.py_buffer(buf)
     f = _record_fields(a, s)
@@ -573,12 +639,12 @@ def decode_records_to_batch(
         if "msg_id" in names:
             arrays["msg_id"] = _msg_ids(a, s, parsed.uniq_key, f)
     fixed = {
-        "broker_name": lambda: pa.repeat(pa.scalar(broker_name, pa.string()), n),
-        "queue_id": lambda: pa.array(f.queue_id.astype(np.int32), pa.int32()),
-        "queue_offset": lambda: pa.array(f.queue_offset, pa.int64()),
+        "broker_name": lambda: _repeat_text(broker_name, n),
+        "queue_id": lambda: _ints(f.queue_id, pa.int32()),
+        "queue_offset": lambda: _ints(f.queue_offset),
         "born_timestamp": lambda: _timestamps(f.born_ts),
         "store_timestamp": lambda: _timestamps(f.store_ts),
-        "reconsume_times": lambda: pa.array(f.reconsume.astype(np.int32), pa.int32()),
+        "reconsume_times": lambda: _ints(f.reconsume, pa.int32()),
     }
     batch = pa.RecordBatch.from_arrays(
         [arrays[c] if c in arrays else fixed[c]() for c in schema.names],

@@ -597,8 +597,9 @@ def _with_tags(batch: pa.RecordBatch, tags: frozenset[str]) -> pa.RecordBatch:
     filter."""
     import pyarrow.compute as pc  # executors only
 
-    keep = pc.fill_null(pc.is_in(batch.column("tags"), value_set=pa.array(sorted(tags), pa.string())), False)
-    return batch.filter(keep)
+    from .decode import tag_set
+
+    return batch.filter(pc.is_in(batch.column("tags"), value_set=tag_set(tags), skip_nulls=True))
 
 
 def _top_up(reads: list[_RangeRead], i: int, limit: int) -> None:
