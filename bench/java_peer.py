@@ -65,13 +65,22 @@ class JavaClient:
         ``n`` messages of ``size`` bytes; blocks. A failed scenario comes back as a :class:`Result` with ``error``.
 
         Raises:
-            RuntimeError: the JVM did not answer within :data:`SCENARIO_TIMEOUT` or exited.
+            RuntimeError: the JVM did not answer within :data:`SCENARIO_TIMEOUT` or exited (it is
+                then stopped, so that a late answer cannot pass for the next scenario's, and
+                every later call raises too).
         """
         stdin, stdout = self.proc.stdin, self.proc.stdout
         assert stdin is not None and stdout is not None
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"the Java client exited with {self.proc.returncode}")
         stdin.write(f"run {prefix} {n} {size} {scenario}\n")
         stdin.flush()
-        line = _read_json_line(stdout, SCENARIO_TIMEOUT)
+        try:
+            line = _read_json_line(stdout, SCENARIO_TIMEOUT)
+        except RuntimeError:
+            self.proc.kill()
+            self.proc.wait()
+            raise
         if "error" in line:
             return Result(scenario, error=str(line["error"])[:200])
         return Result(scenario, int(line["messages"]), float(line["seconds"]))
