@@ -30,8 +30,8 @@ RocketMQ scenarios (topics created first with 8 queues on both brokers):
   ``pullBatchSize``).
 
 Every result also carries the CPU time of the server processes (``/proc/<pid>/stat``: the
-broker + name server, the two JVMs, redis-server) and of this process (the client) during the
-scenario, printed as µs per message.
+broker + name server, the two JVMs, redis-server) and of the client (this process; the Java
+peer's JVM) during the scenario, printed as µs per message.
 
 Redis counterparts: ``XADD`` one call at a time; pipelines of 64 and of 128 ``XADD`` (as many
 messages outstanding as the batch scenario); ``XREADGROUP COUNT 1024`` / ``COUNT 32`` + one
