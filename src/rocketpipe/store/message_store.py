@@ -662,7 +662,7 @@ class MessageStore:
             prefix: offsetMsgId prefix of the store host.
         """
         topic = cq.topic
-        ids: list[str] = []
+        offsets: list[int] = []
         entries: list[tuple[int, int, int]] = []
         index = self.index
         for rec, dispatch, code, m in zip(records, dispatched, tags, msgs, strict=False):
@@ -673,10 +673,10 @@ class MessageStore:
                 if code is None:
                     code = self._schedule_tags_code(_property(m.properties, PROPERTY_DELAY_TIME_LEVEL), now) or 0
                 entries.append((phys, n, code))
-            ids.append(f"{prefix}{phys:016X}")
+            offsets.append(phys)
             phys += n
         cq.append_many(entries)
-        return ids
+        return create_offset_msg_ids(prefix, offsets)
 
     def _allocation_failed(self, exc: OSError, topic: str, qid: int) -> PutResult:
         """A store file could not be created: disk full → SERVICE_NOT_AVAILABLE, else CREATE_MAPPED_FILE_FAILED."""
