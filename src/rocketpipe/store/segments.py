@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 _PAGE = mmap.PAGESIZE
 _ZERO_CHUNK = bytes(1024 * 1024)
 _IOV_MAX = 1024  # buffers per pwritev call (Linux UIO_MAXIOV)
+#: Writes of at most this many bytes are copied into the mapping (see :meth:`Segment.write`).
+_COPY_MAX = 32 * 1024
 
 
 class StoreFileError(RocketMQError):
@@ -56,6 +58,14 @@ def _allocate(fd: int, length: int, size: int) -> None:
         while pos < size:
             n = min(len(_ZERO_CHUNK), size - pos)
             pos += os.pwrite(fd, _ZERO_CHUNK[:n], pos)
+
+
+def _copy_into(view: memoryview, pos: int, parts: list[bytes]) -> None:
+    """Copy ``parts`` contiguously into ``view`` from ``pos``."""
+    for part in parts:
+        n = len(part)
+        view[pos : pos + n] = part
+        pos += n
 
 
 class Segment:
@@ -107,18 +117,24 @@ class Segment:
         return self.start + self.size
 
     def write(self, pos: int, parts: list[bytes], total: int) -> None:
-        """Write ``parts`` (``total`` bytes together) contiguously at ``pos`` through the file.
+        """Write ``parts`` (``total`` bytes together) contiguously at ``pos``.
 
-        One ``pwritev`` per 1024 parts instead of copying into the mapping: the kernel fills whole
-        page-cache pages from the buffers, where a first write into a mapped page of a
-        preallocated (unwritten) extent faults the page in and zero-fills it first, then copies
-        (~18 % of the broker's CPU on batched puts). Readers of :attr:`view` see the bytes at once
-        (one page cache); :meth:`flush` (msync) makes them durable as before. A short write (which
-        preallocated blocks should never give) falls back to copying into the mapping.
+        Up to :data:`_COPY_MAX` bytes are copied into the mapping: no system call, and the page
+        faults of first writes into the preallocated extent cost less than a ``pwritev`` up to
+        about 40 KiB (0.5 against 1.9 µs for a 1.2 KiB record on this project's bench host).
+        Larger writes go through the file, one ``pwritev`` per 1024 parts: the kernel fills
+        whole page-cache pages from the buffers, where a write into the mapping faults each page
+        in and zero-fills it first (~18 % of the broker's CPU on large batched puts). Either way
+        readers of :attr:`view` see the bytes at once (one page cache) and :meth:`flush` (msync)
+        makes them durable. A short ``pwritev`` (which preallocated blocks should never give)
+        falls back to copying into the mapping.
 
         Raises:
             OSError: the file cannot be opened for writing.
         """
+        if total <= _COPY_MAX:
+            _copy_into(self.view, pos, parts)
+            return
         fd = self._fd
         if fd < 0:
             fd = self._fd = os.open(self.path, os.O_RDWR)
@@ -137,11 +153,7 @@ class Segment:
             log.warning(
                 "short write path=%s pos=%d wrote=%d of %d; copied through the mapping", self.path, pos, written, total
             )
-            view = self.view
-            for part in parts:
-                n = len(part)
-                view[pos : pos + n] = part
-                pos += n
+            _copy_into(self.view, pos, parts)
 
     def flush(self, begin: int, end: int) -> None:
         """msync the bytes ``[begin, end)`` (positions inside this segment) to disk.
