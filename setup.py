@@ -1,5 +1,5 @@
-"""The optional compiled loops of ``rocketpipe.store.batch_encoder`` and
-``rocketpipe.protocol.message.decode_records`` (everything else is in pyproject.toml).
+"""The optional compiled loops of ``rocketpipe.store.batch_encoder``, ``rocketpipe.store.index_file`` and
+``rocketpipe.protocol.message`` (everything else is in pyproject.toml).
 
 ``optional=True``: without a C compiler or zlib's headers the build goes on without it and the
 pure-Python loop is used; the package behaves the same either way.
@@ -16,6 +16,8 @@ setup(
             optional=True,
         ),
         Extension("rocketpipe.store._index_put", ["src/rocketpipe/store/_index_put.c"], optional=True),
-        Extension("rocketpipe.protocol._records", ["src/rocketpipe/protocol/_records.c"], optional=True),
+        Extension(
+            "rocketpipe.protocol._records", ["src/rocketpipe/protocol/_records.c"], libraries=["z"], optional=True
+        ),
     ]
 )

@@ -1,4 +1,4 @@
-/* Compiled loops of rocketpipe.protocol.message.decode_records and encode_batch, and of the
+/* Compiled loops of rocketpipe.protocol.message.decode_records, encode_batch and encode_records, and of the
  * record walk and properties split of rocketpipe.spark.decode (optional; the Python code is the
  * reference and the fallback, and the tests run both).
  *
@@ -20,6 +20,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
+#include <zlib.h>
 
 #define MAGIC_V1 ((int32_t)0xDAA320A7) /* MessageDecoder.MESSAGE_MAGIC_CODE, -626843481 */
 #define BODY_POS 88
@@ -443,6 +444,190 @@ done:
 }
 
 /* ----------------------------------------------------------------------------------------------
+ * encode_records(msgs, tail, hosts, queue_id, queue_offset, physical_offset, store_timestamp)
+ *     -> (records, dispatched, next_queue_offset, total) | None
+ *
+ * The loop of rocketpipe.protocol.message.encode_records for the common records: v1 magic (the
+ * topic part `tail`, its length byte then its UTF-8 name, is at most 128 bytes), IPv4 born and
+ * store hosts found in `hosts` ("ip:port" -> 8-byte field, message._V4_HOSTS), bytes bodies,
+ * properties a dict of str -> str (None values skipped) or a str, at most 32767 bytes of UTF-8,
+ * and int fields that fit their widths. One record per message, as encode_record writes it at
+ * queue offset `queue_offset` + i and physical offset `physical_offset` + the bytes before it;
+ * prepared and rollback transaction records (sysflag bits 0xC = 0x4 or 0xC) get queue offset 0
+ * and no queue slot (dispatched False), as DefaultAppendMessageCallback.doAppend. Returns None,
+ * before any record is kept, when a message is not of that kind: the Python loop then encodes
+ * the put (and raises what it raises). Errors: only MemoryError and the like.
+ */
+static int int_field(PyObject *m, PyObject *name, int64_t lo, int64_t hi, int64_t *out) {
+    /* 1: read; 0: not an int in [lo, hi] (no error set); -1: error */
+    PyObject *v = PyObject_GetAttr(m, name);
+    if (v == NULL) return -1;
+    int ok = 0;
+    if (PyLong_CheckExact(v)) {
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (x == -1 && PyErr_Occurred()) {
+            Py_DECREF(v);
+            return -1;
+        }
+        if (!overflow && x >= lo && x <= hi) {
+            *out = (int64_t)x;
+            ok = 1;
+        }
+    }
+    Py_DECREF(v);
+    return ok;
+}
+
+static const char *host_field(PyObject *m, PyObject *name, PyObject *hosts, int *bad) {
+    /* the 8-byte host field of m.<name> from `hosts`; NULL: *bad = 1 (not there) or an error */
+    PyObject *host = PyObject_GetAttr(m, name);
+    if (host == NULL) return NULL;
+    PyObject *field = PyUnicode_CheckExact(host) ? PyDict_GetItemWithError(hosts, host) : NULL;
+    Py_DECREF(host);
+    if (field == NULL || !PyBytes_CheckExact(field) || PyBytes_GET_SIZE(field) != 8) {
+        if (!PyErr_Occurred()) *bad = 1;
+        return NULL;
+    }
+    return PyBytes_AS_STRING(field); /* `hosts` keeps it alive for the call */
+}
+
+static void put64(unsigned char *p, int64_t v) {
+    put32(p, (int32_t)(uint32_t)((uint64_t)v >> 32));
+    put32(p + 4, (int32_t)(uint32_t)(uint64_t)v);
+}
+
+static PyObject *encode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    static PyObject *s_body, *s_flag, *s_properties, *s_sys_flag, *s_born_timestamp, *s_born_host, *s_store_host,
+        *s_reconsume_times, *s_prepared;
+    if (s_body == NULL) {
+        s_body = PyUnicode_InternFromString("body");
+        s_flag = PyUnicode_InternFromString("flag");
+        s_properties = PyUnicode_InternFromString("properties");
+        s_sys_flag = PyUnicode_InternFromString("sys_flag");
+        s_born_timestamp = PyUnicode_InternFromString("born_timestamp");
+        s_born_host = PyUnicode_InternFromString("born_host");
+        s_store_host = PyUnicode_InternFromString("store_host");
+        s_reconsume_times = PyUnicode_InternFromString("reconsume_times");
+        s_prepared = PyUnicode_InternFromString("prepared_transaction_offset");
+        if (!s_body || !s_flag || !s_properties || !s_sys_flag || !s_born_timestamp || !s_born_host ||
+            !s_store_host || !s_reconsume_times || !s_prepared)
+            return NULL;
+    }
+    if (nargs != 7 || !PyBytes_Check(args[1]) || !PyDict_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "encode_records(msgs, tail: bytes, hosts: dict, queue_id, queue_offset, "
+                        "physical_offset, store_timestamp)");
+        return NULL;
+    }
+    PyObject *tail = args[1], *hosts = args[2];
+    long long queue_id = PyLong_AsLongLong(args[3]);
+    long long qo = PyLong_AsLongLong(args[4]);
+    long long phys = PyLong_AsLongLong(args[5]);
+    long long now = PyLong_AsLongLong(args[6]);
+    if (PyErr_Occurred()) return NULL;
+    Py_ssize_t tlen = PyBytes_GET_SIZE(tail);
+    if (tlen < 1 || tlen > 128 || queue_id < INT32_MIN || queue_id > INT32_MAX) Py_RETURN_NONE;
+    PyObject *seq = PySequence_Fast(args[0], "encode_records(msgs): a sequence");
+    if (seq == NULL) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    PyObject *records = PyList_New(count), *dispatched = PyList_New(count), *result = NULL;
+    PyObject *body = NULL, *props = NULL;
+    if (records == NULL || dispatched == NULL) goto done;
+    long long start = phys;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *m = PySequence_Fast_GET_ITEM(seq, i);
+        int64_t flag, sys_flag, born_ts, reconsume, prepared;
+        int r;
+        if ((r = int_field(m, s_flag, INT32_MIN, INT32_MAX, &flag)) <= 0 ||
+            (r = int_field(m, s_sys_flag, INT32_MIN, INT32_MAX, &sys_flag)) <= 0 ||
+            (r = int_field(m, s_born_timestamp, INT64_MIN, INT64_MAX, &born_ts)) <= 0 ||
+            (r = int_field(m, s_reconsume_times, INT32_MIN, INT32_MAX, &reconsume)) <= 0 ||
+            (r = int_field(m, s_prepared, INT64_MIN, INT64_MAX, &prepared)) <= 0) {
+            if (r < 0) goto done;
+            goto fallback;
+        }
+        int bad = 0;
+        const char *born = host_field(m, s_born_host, hosts, &bad);
+        const char *store = born == NULL ? NULL : host_field(m, s_store_host, hosts, &bad);
+        if (store == NULL) {
+            if (bad) goto fallback;
+            goto done;
+        }
+        body = PyObject_GetAttr(m, s_body);
+        if (body == NULL) goto done;
+        props = PyObject_GetAttr(m, s_properties);
+        if (props == NULL) goto done;
+        if (!PyBytes_CheckExact(body)) goto fallback;
+        Py_ssize_t plen;
+        const char *pstr = NULL;
+        if (PyDict_CheckExact(props)) {
+            plen = props_size(props);
+            if (plen < 0) goto fallback;
+        } else if (PyUnicode_CheckExact(props)) {
+            pstr = PyUnicode_AsUTF8AndSize(props, &plen);
+            if (pstr == NULL) {
+                PyErr_Clear(); /* a lone surrogate: the Python loop raises UnicodeEncodeError */
+                goto fallback;
+            }
+            if (plen > 32767) goto fallback;
+        } else {
+            goto fallback;
+        }
+        Py_ssize_t blen = PyBytes_GET_SIZE(body);
+        if (blen > INT32_MAX - 90 - tlen - plen) goto fallback;
+        Py_ssize_t size = 90 + blen + tlen + plen;
+        PyObject *rec = PyBytes_FromStringAndSize(NULL, size);
+        if (rec == NULL) goto done;
+        unsigned char *w = (unsigned char *)PyBytes_AS_STRING(rec);
+        const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(body);
+        int64_t type = sys_flag & 0xC;
+        int dispatch = type == 0x0 || type == 0x8; /* TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE */
+        put32(w, (int32_t)size);
+        put32(w + 4, (int32_t)0xDAA320A7); /* MAGIC_V1 */
+        put32(w + 8, (int32_t)(crc32(0L, b, (uInt)blen) & 0x7FFFFFFF));
+        put32(w + 12, (int32_t)queue_id);
+        put32(w + 16, (int32_t)flag);
+        put64(w + 20, dispatch ? (int64_t)qo : 0);
+        put64(w + 28, (int64_t)phys);
+        put32(w + 36, (int32_t)(sys_flag & ~(int64_t)0x30)); /* no BORNHOST/STOREHOST_V6_FLAG */
+        put64(w + 40, born_ts);
+        memcpy(w + 48, born, 8);
+        put64(w + 56, (int64_t)now);
+        memcpy(w + 64, store, 8);
+        put32(w + 72, (int32_t)reconsume);
+        put64(w + 76, prepared);
+        put32(w + 84, (int32_t)blen);
+        memcpy(w + 88, b, (size_t)blen);
+        w += 88 + blen;
+        memcpy(w, PyBytes_AS_STRING(tail), (size_t)tlen);
+        w += tlen;
+        w[0] = (unsigned char)(plen >> 8);
+        w[1] = (unsigned char)plen;
+        if (pstr != NULL) memcpy(w + 2, pstr, (size_t)plen);
+        else put_props(w + 2, props);
+        PyList_SET_ITEM(records, i, rec);
+        PyList_SET_ITEM(dispatched, i, Py_NewRef(dispatch ? Py_True : Py_False));
+        Py_CLEAR(body);
+        Py_CLEAR(props);
+        phys += size;
+        if (dispatch) qo += 1;
+    }
+    result = Py_BuildValue("(OOLL)", records, dispatched, qo, phys - start);
+    goto done;
+fallback:
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(body);
+    Py_XDECREF(props);
+    Py_XDECREF(records);
+    Py_XDECREF(dispatched);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* ----------------------------------------------------------------------------------------------
  * Column-wise helpers of rocketpipe.spark.decode (numpy/pyarrow assemble the columns).
  *
  * record_starts(buf) -> bytes | None
@@ -686,6 +871,9 @@ static PyMethodDef methods[] = {
      "decode(buf, pos, out, cls, hosts, skip) -> position of the first record not decoded"},
     {"encode_batch", (PyCFunction)encode_batch, METH_O,
      "encode_batch(messages) -> SEND_BATCH_MESSAGE body, or None for the Python loop to encode"},
+    {"encode_records", (PyCFunction)(void (*)(void))encode_records, METH_FASTCALL,
+     "encode_records(msgs, tail, hosts, queue_id, queue_offset, physical_offset, store_timestamp) -> "
+     "(records, dispatched, next_queue_offset, total), or None for the Python loop"},
     {"record_starts", (PyCFunction)record_starts, METH_O,
      "record_starts(buf) -> int64 starts of the records as bytes, or None for the Python walk"},
     {"split_properties", (PyCFunction)(void (*)(void))split_properties, METH_FASTCALL,

@@ -1,5 +1,5 @@
-"""Types of the optional compiled loops of :func:`rocketpipe.protocol.message.decode_records` and
-:func:`~rocketpipe.protocol.message.encode_batch`, and of :mod:`rocketpipe.spark.decode`'s record
+"""Types of the optional compiled loops of :func:`rocketpipe.protocol.message.decode_records`,
+:func:`~rocketpipe.protocol.message.encode_batch` and :func:`~rocketpipe.protocol.message.encode_records`, and of :mod:`rocketpipe.spark.decode`'s record
 walk and properties split (``_records.c``)."""
 
 from collections.abc import Sequence
@@ -14,6 +14,16 @@ def decode(
     /,
 ) -> int: ...
 def encode_batch(messages: Sequence[object], /) -> bytes | None: ...
+def encode_records(
+    msgs: Sequence[object],
+    tail: bytes,
+    hosts: dict[str, bytes],
+    queue_id: int,
+    queue_offset: int,
+    physical_offset: int,
+    store_timestamp: int,
+    /,
+) -> tuple[list[bytes], list[bool], int, int] | None: ...
 def record_starts(buf: bytes | bytearray | memoryview, /) -> bytes | None: ...
 def split_properties(
     buf: object, pos: object, lens: object, /

@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Final
+from typing import Any, Final
 
 from ..compiled import load
 from ..errors import InvalidArgumentError, ProtocolError
@@ -756,6 +756,10 @@ _HOST_CACHE = _HostCache()
 _compiled_decode, _compiled = load(f"{__package__}._records", "decode")
 #: encode_batch's compiled loop (None: not built), and the one in use (None: the Python loop).
 _compiled_batch_built, _compiled_batch = load(f"{__package__}._records", "encode_batch")
+#: encode_records' compiled loop (None: not built), and the one in use (None: the Python loop).
+_compiled_records_built, _compiled_records = load(f"{__package__}._records", "encode_records")
+#: Transaction types whose records take no consume-queue slot (queue offset 0): prepared, rollback.
+NO_QUEUE_SLOT: Final = (sf.TRANSACTION_PREPARED_TYPE, sf.TRANSACTION_ROLLBACK_TYPE)
 
 
 def _decode_hosts_v6(mv: memoryview, p: int, end: int, sys_flag: int) -> tuple[str, int, str, str, int, int, int, int]:
@@ -1006,6 +1010,71 @@ def iter_record_spans(buf: bytes | memoryview) -> Iterator[tuple[int, int]]:
             raise ProtocolError(f"record size {total} out of range")
         yield pos, pos + total
         pos += total
+
+
+def encode_records(
+    msgs: Sequence[Any], topic: str, queue_id: int, queue_offset: int, physical_offset: int, store_timestamp: int
+) -> tuple[list[bytes], list[bool], int, int]:
+    """Encode the records of one put at their final offsets (``MessageExtEncoder.encode`` per
+    message, placed as ``CommitLog.DefaultAppendMessageCallback.doAppend`` places them).
+
+    Args:
+        msgs: the put's messages, objects with the attributes of the store's ``MessageInner``
+            (``body``, ``flag``, ``properties``, ``sys_flag``, ``born_timestamp``, ``born_host``,
+            ``store_host``, ``reconsume_times``, ``prepared_transaction_offset``).
+        topic, queue_id: where every record goes.
+        queue_offset: consume-queue offset of the first record that takes a queue slot.
+        physical_offset: commit-log offset of the first record, bytes.
+        store_timestamp: store time of every record, ms.
+
+    Returns:
+        ``(records, dispatched, next queue offset, total bytes)``: per message its record and
+        whether it takes a queue slot (prepared and rollback transaction records take none and
+        carry queue offset 0).
+
+    Runs compiled (``_records.encode_records``) for the common records (v1 topic, IPv4 hosts
+    already seen, bytes bodies, str properties); this loop of :func:`encode_record` is the
+    reference and encodes the rest.
+
+    Raises:
+        InvalidArgumentError: a message cannot be encoded (properties over 32767 bytes, bad host).
+    """
+    if _compiled_records is not None:
+        tail = _TOPIC_TAILS.get(topic)
+        if tail is not None:
+            done = _compiled_records(
+                msgs, tail, _V4_HOSTS, queue_id, queue_offset, physical_offset, store_timestamp
+            )  # fmt: skip
+            if done is not None:
+                return done  # type: ignore[no-any-return]
+    pos = physical_offset
+    records: list[bytes] = []
+    dispatched: list[bool] = []
+    mask, no_slot = sf.TRANSACTION_TYPE_MASK, NO_QUEUE_SLOT
+    for m in msgs:
+        dispatch = m.sys_flag & mask not in no_slot
+        rec = encode_record(
+            topic=topic,
+            body=m.body,
+            properties=m.properties,
+            queue_id=queue_id,
+            flag=m.flag,
+            queue_offset=queue_offset if dispatch else 0,
+            physical_offset=pos,
+            sys_flag=m.sys_flag,
+            born_timestamp=m.born_timestamp,
+            born_host=m.born_host,
+            store_timestamp=store_timestamp,
+            store_host=m.store_host,
+            reconsume_times=m.reconsume_times,
+            prepared_transaction_offset=m.prepared_transaction_offset,
+        )
+        records.append(rec)
+        dispatched.append(dispatch)
+        pos += len(rec)
+        if dispatch:
+            queue_offset += 1
+    return records, dispatched, queue_offset, pos - physical_offset
 
 
 # ---------------------------------------------------------------------------------------------

@@ -36,13 +36,14 @@ from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import ClientClosedError, InvalidArgumentError, ProtocolError
 from ..protocol import sysflag as sf
 from ..protocol.message import (
+    NO_QUEUE_SLOT,
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_TAGS,
     PROPERTY_TIMER_OUT_MS,
     MessageExt,
     create_offset_msg_id,
     create_offset_msg_ids,
-    encode_record,
+    encode_records,
     tag_code,
 )
 from ..protocol.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, TIMER_TOPIC, is_validator_system_topic
@@ -75,7 +76,7 @@ TOTAL_PHYSICAL_MEMORY_SIZE: Final = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_
 
 #: ``DefaultMessageStore.MAX_PULL_MSG_SIZE`` (5.x): cap of one read, bytes.
 MAX_PULL_MSG_SIZE: Final = 128 * 1024 * 1024
-_NO_DISPATCH: Final = (sf.TRANSACTION_PREPARED_TYPE, sf.TRANSACTION_ROLLBACK_TYPE)
+_NO_DISPATCH: Final = NO_QUEUE_SLOT
 _PAGE: Final = 4096
 #: One consume-queue entry: commit-log offset, size, tags code (``ConsumeQueue.CQ_STORE_UNIT_SIZE``).
 _CQ_ENTRY: Final = struct.Struct(">qiq")
@@ -481,7 +482,7 @@ class MessageStore:
         offset 0 and no consume-queue entry.
 
         The steps follow ``CommitLog.asyncPutMessages``: refuse (:meth:`_put_refusal`), encode
-        (:func:`_encode_batch`, ``MessageExtEncoder``), append (``CommitLog.append``, Java's
+        (:func:`~rocketpipe.protocol.message.encode_records`, ``MessageExtEncoder``), append (``CommitLog.append``, Java's
         ``doAppend``), dispatch (:meth:`_dispatch`: consume-queue entries, key index,
         offsetMsgIds). Each step runs once per batch; its loop over the messages is inside it.
 
@@ -517,7 +518,7 @@ class MessageStore:
             first_qo = cq.max_offset
             base = self.commit_log.write_offset
             try:
-                records, dispatched, qo, total = _encode_batch(msgs, topic, qid, first_qo, base, now)
+                records, dispatched, qo, total = encode_records(msgs, topic, qid, first_qo, base, now)
             except InvalidArgumentError as exc:
                 return _encode_failed(exc, topic, qid)
             if total + END_FILE_MIN_BLANK_LENGTH > self.commit_log.segment_size:
@@ -1234,56 +1235,6 @@ def _topic_refusal(topic: str) -> PutStatus | None:
     if topic in (".", "..") or "/" in topic or "\x00" in topic or "\\" in topic:
         return PutStatus.MESSAGE_ILLEGAL  # would escape consumequeue/<topic>/
     return None
-
-
-def _encode_batch(
-    msgs: list[MessageInner], topic: str, qid: int, qo: int, pos: int, now: int
-) -> tuple[list[bytes], list[bool], int, int]:
-    """Encode a put's records at their final offsets (``MessageExtEncoder.encode`` per message).
-
-    Args:
-        msgs: the batch (one topic and queue id).
-        topic, qid: its topic and queue id.
-        qo: queue offset of the first dispatched record (the queue's max offset).
-        pos: commit-log offset of the first record (the write offset), bytes.
-        now: store timestamp of every record, ms.
-
-    Returns:
-        ``(records, dispatched, end queue offset, total bytes)``: the encoded records and, per
-        record, whether it gets a consume-queue entry (prepared/rollback transaction records get
-        none and queue offset 0).
-
-    Raises:
-        InvalidArgumentError: a message cannot be encoded (properties over 32767 bytes, bad host).
-    """
-    base = pos
-    records: list[bytes] = []
-    dispatched: list[bool] = []
-    encode, mask, no_dispatch = encode_record, sf.TRANSACTION_TYPE_MASK, _NO_DISPATCH
-    for m in msgs:
-        dispatch = m.sys_flag & mask not in no_dispatch
-        rec = encode(
-            topic=topic,
-            body=m.body,
-            properties=m.properties,
-            queue_id=qid,
-            flag=m.flag,
-            queue_offset=qo if dispatch else 0,
-            physical_offset=pos,
-            sys_flag=m.sys_flag,
-            born_timestamp=m.born_timestamp,
-            born_host=m.born_host,
-            store_timestamp=now,
-            store_host=m.store_host,
-            reconsume_times=m.reconsume_times,
-            prepared_transaction_offset=m.prepared_transaction_offset,
-        )
-        records.append(rec)
-        dispatched.append(dispatch)
-        pos += len(rec)
-        if dispatch:
-            qo += 1
-    return records, dispatched, qo, pos - base
 
 
 def _batch_refused(reason: str, topic: str, qid: int) -> PutResult:
