@@ -74,7 +74,7 @@ def is_timer_message(props: dict[str, str], topic: str) -> bool:
     """``checkIfTimerMessage`` for a message without a delay level."""
     if topic == TIMER_TOPIC or pm.PROPERTY_TIMER_OUT_MS in props:
         return False
-    return any(p in props for p in _TIMER_PROPERTIES)
+    return not props.keys().isdisjoint(_TIMER_PROPERTIES)
 
 
 def drop_timer_properties(props: dict[str, str]) -> None:

@@ -418,6 +418,8 @@ def create_offset_msg_ids(prefix: str, commit_log_offsets: Sequence[int]) -> lis
         struct.error: an offset outside the signed 64-bit range.
     """
     n = len(commit_log_offsets)
+    if n == 1 and 0 <= commit_log_offsets[0] < 1 << 63:  # a single send's
+        return [f"{prefix}{commit_log_offsets[0]:016X}"]
     digits = struct.pack(f">{n}q", *commit_log_offsets).hex().upper()
     return [prefix + digits[i : i + 16] for i in range(0, 16 * n, 16)]
 

@@ -1222,9 +1222,12 @@ def _offset_refusal(offset: int, min_off: int, max_off: int) -> GetResult | None
 _property = property_value  # hot-path alias
 
 
+@functools.lru_cache(maxsize=4096)
 def _topic_refusal(topic: str) -> PutStatus | None:
     """MESSAGE_ILLEGAL for a topic that is empty, over 127 bytes (255 for retry/DLQ topics) or
-    not a safe directory name (``DefaultMessageStore.checkMessage``); None = go on."""
+    not a safe directory name (``DefaultMessageStore.checkMessage``); None = go on.
+
+    Memoised: a put checks its topic once per call, and most puts go to a few topics."""
     tlen = len(topic.encode())
     if (
         tlen == 0

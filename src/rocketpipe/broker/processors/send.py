@@ -52,7 +52,7 @@ _TOPIC_SYS_FLAG_UNIT = 0x1
 
 def put_status_code(status: PutStatus | str) -> ResponseCode:
     """Map a store put status to a send response code (``SendMessageProcessor.handlePutMessageResult``)."""
-    return _PUT_STATUS_CODES.get(status_name(status), ResponseCode.SYSTEM_ERROR)
+    return _PUT_STATUS_CODES.get(status if type(status) is str else status_name(status), ResponseCode.SYSTEM_ERROR)
 
 
 #: PutStatus -> name (``Enum.name`` is a descriptor call; this is a dict hit on the hot path)
