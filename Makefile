@@ -10,8 +10,8 @@ PYTEST_ARGS ?=
 
 .PHONY: demo test lint interop venv bench bench-restart clean
 
-# setup.py builds the optional compiled loops (src/rocketpipe/store/_batch_records.c, _index_put.c, src/rocketpipe/protocol/_records.c); a change to one re-installs
-$(STAMP): pyproject.toml setup.py src/rocketpipe/store/_batch_records.c src/rocketpipe/store/_index_put.c src/rocketpipe/protocol/_records.c
+# setup.py builds the optional compiled loops (src/rocketpipe/store/_batch_records.c, _index_put.c, src/rocketpipe/protocol/_records.c, _header.c); a change to one re-installs
+$(STAMP): pyproject.toml setup.py src/rocketpipe/store/_batch_records.c src/rocketpipe/store/_index_put.c src/rocketpipe/protocol/_records.c src/rocketpipe/protocol/_header.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[spark,demo,console,grpc,dev]'

@@ -1,10 +1,10 @@
 """Loading the optional compiled loops (L0; stdlib only).
 
-``setup.py`` builds three C extensions when a compiler is there: the batch-put loop
-(``rocketpipe.store._batch_records``), the key-index write (``rocketpipe.store._index_put``) and
-the protocol's loops (``rocketpipe.protocol._records``:
-pull decoding, the batch body, the records of a store put, the Spark source's record walk and
-properties split). Each has a
+``setup.py`` builds four C extensions when a compiler is there: the batch-put loop
+(``rocketpipe.store._batch_records``), the key-index write (``rocketpipe.store._index_put``),
+the protocol's loops (``rocketpipe.protocol._records``: pull decoding, the batch body, the
+records of a store put, the Spark source's record walk and properties split) and the JSON
+header decoder (``rocketpipe.protocol._header``). Each has a
 pure-Python twin that is the reference and the fallback; ``ROCKETPIPE_PURE_PYTHON=1`` forces the
 Python code even when the extensions are built.
 """

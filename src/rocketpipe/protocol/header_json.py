@@ -11,12 +11,15 @@ from typing import Any
 
 import orjson
 
+from ..compiled import load
 from ..errors import ProtocolError
 from .codes import LanguageCode, SerializeType
 from .command import RemotingCommand
 
 _LANG_BY_NAME = {m.name: m for m in LanguageCode}
 _NAME_BY_VALUE = {int(m): m.name for m in LanguageCode}
+#: decode_json_header's compiled fast path (None: not built), and the one in use (None: orjson only).
+_compiled_built, _compiled = load(f"{__package__}._header", "decode")
 
 
 def _language_name(lang: LanguageCode | int) -> str:
@@ -57,10 +60,28 @@ def _ext_value(v: Any) -> str:
 def decode_json_header(data: bytes | bytearray | memoryview) -> RemotingCommand:
     """Decode a JSON header.
 
+    Headers as Java's fastjson and this package write them (string ``extFields`` values, known
+    members) are parsed in one compiled call (``_header.decode``) when it is built; orjson and
+    the checks below are the reference and decode the rest.
+
     Raises:
         ProtocolError: not a JSON object, a numeric field that is not an integer, or
             ``extFields`` that is not an object.
     """
+    if _compiled is not None:
+        fields = _compiled(data, _LANG_BY_NAME)
+        if fields is not None:
+            code, opaque, flag, remark, ext_fields, lang, version = fields
+            return RemotingCommand(
+                code=code,
+                opaque=opaque,
+                flag=flag,
+                remark=remark,
+                ext_fields=ext_fields,
+                language=LanguageCode.OTHER if lang is None else lang,
+                version=version,
+                serialize_type=SerializeType.JSON,
+            )
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:

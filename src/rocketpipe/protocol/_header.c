@@ -1,0 +1,368 @@
+/* Compiled fast path of rocketpipe.protocol.header_json.decode_json_header (optional; the Python
+ * function, orjson plus its checks, is the reference and the fallback, and the tests run both).
+ *
+ * decode(data, languages) -> (code, opaque, flag, remark, ext_fields, language, version) | None
+ *
+ * Parses the JSON header of a remoting frame as fastjson and rocketpipe write it: one object
+ * whose members are "code", "opaque", "flag", "version" (integers), "language" (a name, looked
+ * up in `languages`, or an integer), "remark" (a string or null; "" reads as None),
+ * "extFields" (an object of string values, or null) and "serializeTypeCurrentRPC" (a string,
+ * ignored), in any order, the last of a repeated member winning, with JSON whitespace and string
+ * escapes (\uXXXX pairs included). An absent integer is 0 and an absent language is left to the
+ * caller (None in the tuple), as the Python function reads them.
+ * Returns None, having built nothing the caller sees, for anything else: malformed JSON, another
+ * member, a number with a fraction or exponent or beyond 64 bits, a non-string extFields value,
+ * a lone surrogate escape, bytes that are not UTF-8. The Python function then decodes the header
+ * (and raises its ProtocolError for what is malformed).
+ * Errors: only MemoryError and the like.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+typedef struct {
+    const unsigned char *p;
+    const unsigned char *end;
+    char *scratch; /* unescaped string bytes, PyMem */
+    Py_ssize_t scratch_size;
+} parser;
+
+static void skip_ws(parser *ps) {
+    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r')) ps->p++;
+}
+
+static int hex4(const unsigned char *p, unsigned *out) {
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned c = p[i], d;
+        if (c >= '0' && c <= '9') d = c - '0';
+        else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+        else return 0;
+        v = v * 16 + d;
+    }
+    *out = v;
+    return 1;
+}
+
+static int put_utf8(char *w, unsigned cp) {
+    if (cp < 0x80) {
+        w[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        w[0] = (char)(0xC0 | (cp >> 6));
+        w[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        w[0] = (char)(0xE0 | (cp >> 12));
+        w[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        w[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    w[0] = (char)(0xF0 | (cp >> 18));
+    w[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    w[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    w[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* str of UTF-8 p[0:n]: ASCII copied into a new compact str, the rest decoded strictly. */
+static PyObject *text(const unsigned char *p, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (p[i] & 0x80) return PyUnicode_DecodeUTF8((const char *)p, n, "strict");
+    }
+    if (n == 1) return PyUnicode_FromOrdinal(p[0]); /* a cached one-character str */
+    PyObject *out = PyUnicode_New(n, 127);
+    if (out != NULL) memcpy(PyUnicode_DATA(out), p, (size_t)n);
+    return out;
+}
+
+/* The raw bytes of the JSON string at ps->p (the opening quote), moving past it: 1 read (*s, *n:
+ * its text between the quotes, *escaped: holds a backslash), 0 not a string this parser takes. */
+static int span(parser *ps, const unsigned char **s, Py_ssize_t *n, int *escaped) {
+    if (ps->p >= ps->end || *ps->p != '"') return 0;
+    const unsigned char *q = ++ps->p;
+    *escaped = 0;
+    while (q < ps->end && *q != '"') {
+        if (*q < 0x20) return 0; /* a raw control character: not JSON */
+        if (*q == '\\') {
+            *escaped = 1;
+            q++;
+            if (q >= ps->end) return 0;
+        }
+        q++;
+    }
+    if (q >= ps->end) return 0;
+    *s = ps->p;
+    *n = q - ps->p;
+    ps->p = q + 1;
+    return 1;
+}
+
+/* A JSON string at ps->p (the opening quote). Returns a new str; NULL with no error set when it
+ * is not one this parser takes (the caller falls back), NULL with an error set on MemoryError. */
+static PyObject *string(parser *ps) {
+    const unsigned char *s;
+    Py_ssize_t n;
+    int escaped;
+    if (!span(ps, &s, &n, &escaped)) return NULL;
+    const unsigned char *q = s + n;
+    PyObject *out;
+    if (!escaped) {
+        out = text(s, n);
+    } else {
+        if (n > ps->scratch_size) { /* an escape never takes more bytes than its text */
+            char *grown = PyMem_Realloc(ps->scratch, (size_t)n);
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                return NULL;
+            }
+            ps->scratch = grown;
+            ps->scratch_size = n;
+        }
+        char *w = ps->scratch;
+        for (const unsigned char *r = s; r < q;) {
+            if (*r != '\\') {
+                *w++ = (char)*r++;
+                continue;
+            }
+            r++;
+            switch (*r) {
+            case '"': case '\\': case '/': *w++ = (char)*r++; break;
+            case 'b': *w++ = '\b'; r++; break;
+            case 'f': *w++ = '\f'; r++; break;
+            case 'n': *w++ = '\n'; r++; break;
+            case 'r': *w++ = '\r'; r++; break;
+            case 't': *w++ = '\t'; r++; break;
+            case 'u': {
+                unsigned cp, lo;
+                if (q - r < 5 || !hex4(r + 1, &cp)) return NULL;
+                r += 5;
+                if (cp >= 0xDC00 && cp <= 0xDFFF) return NULL; /* a lone low surrogate */
+                if (cp >= 0xD800 && cp <= 0xDBFF) {
+                    if (q - r < 6 || r[0] != '\\' || r[1] != 'u' || !hex4(r + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+                        return NULL; /* a lone high surrogate */
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                    r += 6;
+                }
+                w += put_utf8(w, cp);
+                break;
+            }
+            default: return NULL;
+            }
+        }
+        out = text((const unsigned char *)ps->scratch, w - ps->scratch);
+    }
+    if (out == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) PyErr_Clear();
+    return out;
+}
+
+/* A JSON integer (no fraction or exponent) that fits int64: 1 read, 0 not one (fall back). */
+static int integer(parser *ps, long long *out) {
+    const unsigned char *p = ps->p;
+    int neg = 0;
+    if (p < ps->end && *p == '-') {
+        neg = 1;
+        p++;
+    }
+    if (p >= ps->end || *p < '0' || *p > '9') return 0;
+    if (*p == '0' && p + 1 < ps->end && p[1] >= '0' && p[1] <= '9') return 0; /* a leading zero */
+    unsigned long long v = 0;
+    int digits = 0;
+    while (p < ps->end && *p >= '0' && *p <= '9') {
+        if (++digits > 18) return 0; /* past what certainly fits: left to orjson */
+        v = v * 10 + (unsigned long long)(*p - '0');
+        p++;
+    }
+    if (p < ps->end && (*p == '.' || *p == 'e' || *p == 'E')) return 0;
+    ps->p = p;
+    *out = neg ? -(long long)v : (long long)v;
+    return 1;
+}
+
+static int literal(parser *ps, const char *word) {
+    size_t n = strlen(word);
+    if ((size_t)(ps->end - ps->p) < n || memcmp(ps->p, word, n) != 0) return 0;
+    ps->p += n;
+    return 1;
+}
+
+/* "extFields": an object of string values, or null. New dict; NULL: fall back (or an error). */
+static PyObject *ext_fields(parser *ps) {
+    if (literal(ps, "null")) return PyDict_New();
+    if (ps->p >= ps->end || *ps->p != '{') return NULL;
+    ps->p++;
+    PyObject *d = PyDict_New();
+    if (d == NULL) return NULL;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == '}') {
+        ps->p++;
+        return d;
+    }
+    for (;;) {
+        skip_ws(ps);
+        PyObject *k = string(ps);
+        if (k == NULL) goto fail;
+        skip_ws(ps);
+        if (ps->p >= ps->end || *ps->p != ':') {
+            Py_DECREF(k);
+            goto fail;
+        }
+        ps->p++;
+        skip_ws(ps);
+        PyObject *v = string(ps);
+        if (v == NULL) {
+            Py_DECREF(k);
+            goto fail;
+        }
+        int r = PyDict_SetItem(d, k, v);
+        Py_DECREF(k);
+        Py_DECREF(v);
+        if (r < 0) goto fail;
+        skip_ws(ps);
+        if (ps->p < ps->end && *ps->p == ',') {
+            ps->p++;
+            continue;
+        }
+        if (ps->p < ps->end && *ps->p == '}') {
+            ps->p++;
+            return d;
+        }
+        goto fail;
+    }
+fail:
+    Py_DECREF(d);
+    return NULL;
+}
+
+#define IS_KEY(name) (klen == (Py_ssize_t)sizeof(name) - 1 && memcmp(key, name, sizeof(name) - 1) == 0)
+
+static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2 || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "decode(data, languages: dict)");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    parser ps = {(const unsigned char *)view.buf, (const unsigned char *)view.buf + view.len, NULL, 0};
+    long long code = 0, opaque = 0, flag = 0, version = 0;
+    PyObject *remark = Py_NewRef(Py_None), *ext = NULL, *language = Py_NewRef(Py_None), *result = NULL;
+    skip_ws(&ps);
+    if (ps.p >= ps.end || *ps.p != '{') goto fallback;
+    ps.p++;
+    skip_ws(&ps);
+    if (ps.p < ps.end && *ps.p == '}') {
+        ps.p++;
+        goto closed;
+    }
+    for (;;) {
+        skip_ws(&ps);
+        const unsigned char *key;
+        Py_ssize_t klen;
+        int escaped;
+        if (!span(&ps, &key, &klen, &escaped) || escaped) goto fallback; /* members are plain names */
+        skip_ws(&ps);
+        if (ps.p >= ps.end || *ps.p != ':') goto fallback;
+        ps.p++;
+        skip_ws(&ps);
+        int ok = 0;
+        if (IS_KEY("code")) ok = integer(&ps, &code);
+        else if (IS_KEY("opaque")) ok = integer(&ps, &opaque);
+        else if (IS_KEY("flag")) ok = integer(&ps, &flag);
+        else if (IS_KEY("version")) ok = integer(&ps, &version);
+        else if (IS_KEY("extFields")) {
+            PyObject *d = ext_fields(&ps);
+            if (d != NULL) {
+                Py_XSETREF(ext, d);
+                ok = 1;
+            }
+        } else if (IS_KEY("remark")) {
+            if (literal(&ps, "null")) {
+                Py_SETREF(remark, Py_NewRef(Py_None));
+                ok = 1;
+            } else {
+                PyObject *s = string(&ps);
+                if (s != NULL) {
+                    if (PyUnicode_GET_LENGTH(s) == 0) Py_SETREF(s, Py_NewRef(Py_None));
+                    Py_SETREF(remark, s);
+                    ok = 1;
+                }
+            }
+        } else if (IS_KEY("language")) {
+            long long n;
+            if (ps.p < ps.end && *ps.p == '"') {
+                PyObject *s = string(&ps);
+                if (s != NULL) {
+                    PyObject *lang = PyDict_GetItemWithError(args[1], s);
+                    Py_DECREF(s);
+                    if (lang != NULL) {
+                        Py_SETREF(language, Py_NewRef(lang));
+                        ok = 1;
+                    }
+                }
+            } else if (integer(&ps, &n)) {
+                PyObject *i = PyLong_FromLongLong(n);
+                if (i != NULL) {
+                    Py_SETREF(language, i);
+                    ok = 1;
+                }
+            }
+        } else if (IS_KEY("serializeTypeCurrentRPC")) {
+            const unsigned char *v;
+            Py_ssize_t vlen;
+            int esc;
+            ok = span(&ps, &v, &vlen, &esc); /* ignored, as the Python function ignores it */
+        }
+        if (!ok) goto fallback;
+        skip_ws(&ps);
+        if (ps.p < ps.end && *ps.p == ',') {
+            ps.p++;
+            continue;
+        }
+        if (ps.p < ps.end && *ps.p == '}') {
+            ps.p++;
+            break;
+        }
+        goto fallback;
+    }
+closed:
+    skip_ws(&ps);
+    if (ps.p != ps.end) goto fallback;
+    if (ext == NULL && (ext = PyDict_New()) == NULL) goto done;
+    result = PyTuple_New(7);
+    if (result == NULL) goto done;
+    PyObject *items[7] = {PyLong_FromLongLong(code), PyLong_FromLongLong(opaque), PyLong_FromLongLong(flag),
+                          Py_NewRef(remark), Py_NewRef(ext), Py_NewRef(language), PyLong_FromLongLong(version)};
+    for (int i = 0; i < 7; i++) {
+        if (items[i] == NULL) Py_CLEAR(result);
+        if (result != NULL) PyTuple_SET_ITEM(result, i, items[i]);
+        else Py_XDECREF(items[i]);
+    }
+    goto done;
+fallback:
+    if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+        PyErr_Clear();
+        result = Py_NewRef(Py_None);
+    }
+done:
+    Py_XDECREF(remark);
+    Py_XDECREF(ext);
+    Py_XDECREF(language);
+    PyMem_Free(ps.scratch);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL,
+     "decode(data, languages) -> (code, opaque, flag, remark, ext_fields, language, version), "
+     "or None for the Python decoder"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_header", NULL, 0, methods};
+
+PyMODINIT_FUNC PyInit__header(void) { return PyModule_Create(&module); }

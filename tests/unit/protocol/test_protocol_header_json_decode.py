@@ -1,0 +1,162 @@
+"""decode_json_header, compiled (``_header.decode``) and with orjson: the same command, or the
+same error, for any header bytes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compiled_loops import both_loops
+from rocketpipe.errors import ProtocolError
+from rocketpipe.protocol import header_json
+from rocketpipe.protocol.codes import LanguageCode
+from rocketpipe.protocol.command import RemotingCommand
+from rocketpipe.protocol.header_json import decode_json_header, encode_json_header
+
+FAST = settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+loop = both_loops(header_json, ("_compiled", "_compiled_built"))
+
+
+def _reference(data: bytes) -> object:
+    """orjson and the Python checks: the command, or the error (type and text)."""
+    compiled = header_json._compiled
+    header_json._compiled = None
+    try:
+        return decode_json_header(data)
+    except Exception as exc:
+        return type(exc), str(exc)
+    finally:
+        header_json._compiled = compiled
+
+
+def _decoded(data: bytes) -> object:
+    try:
+        return decode_json_header(data)
+    except Exception as exc:
+        return type(exc), str(exc)
+
+
+int64 = st.integers(-(2**63), 2**63 - 1)
+commands = st.builds(
+    RemotingCommand,
+    code=int64,
+    opaque=int64,
+    flag=int64,
+    remark=st.none() | st.text(max_size=20),
+    ext_fields=st.dictionaries(st.text(max_size=8), st.text(max_size=30), max_size=8),
+    language=st.sampled_from(list(LanguageCode)) | st.integers(0, 200),
+    version=int64,
+)
+json_values: Any = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False) | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+member_names = st.sampled_from(
+    ["code", "opaque", "flag", "version", "language", "remark", "extFields", "serializeTypeCurrentRPC", "other"]
+)
+documents = st.dictionaries(member_names, json_values, max_size=9) | json_values
+
+
+@FAST
+@given(commands)
+def test_encoded_commands_decode_as_orjson_does(cmd: RemotingCommand) -> None:
+    data = encode_json_header(cmd)
+    assert _decoded(data) == _reference(data)
+
+
+@FAST
+@given(documents)
+def test_any_json_document_decodes_or_fails_as_orjson_does(doc: object) -> None:
+    data = orjson.dumps(doc)
+    assert _decoded(data) == _reference(data)
+
+
+@FAST
+@given(st.binary(max_size=80) | commands.map(encode_json_header).flatmap(lambda b: st.just(b[: len(b) // 2])))
+def test_any_bytes_decode_or_fail_as_orjson_does(data: bytes) -> None:
+    assert _decoded(data) == _reference(data)
+
+
+FASTJSON = (
+    b'{"code":310,"extFields":{"a":"g","b":"T","i":"UNIQ_KEY\\u0001AB\\u0002WAIT\\u0001true\\u0002"},'
+    b'"flag":0,"language":"JAVA","opaque":7,"serializeTypeCurrentRPC":"JSON","version":475}'
+)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        FASTJSON,
+        b' \r\n\t{ "code" : 1 , "opaque" : -0 , "remark" : "" , "extFields" : null } \n',
+        b'{"extFields":{"k":"\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00\\u0000"},"remark":"caf\xc3\xa9"}',
+        b'{"code":1,"code":2,"extFields":{"k":"a","k":"b","j":"c"},"extFields":{"z":"y"}}',  # last wins
+        b'{"language":"PYTHON"}',
+        b'{"language":12}',
+        b"{}",
+        b'{"extFields":{}}',
+        # left to orjson: each is decoded or refused there
+        b'{"language":"NOT_A_LANGUAGE"}',
+        b'{"language":null,"remark":5,"extFields":{"k":1,"n":null,"b":true}}',
+        b'{"extFields":""}',
+        b'{"extFields":[]}',
+        b'{"code":1.0}',
+        b'{"code":1e3}',
+        b'{"code":01}',
+        b'{"code":12345678901234567890}',
+        b'{"code":-9223372036854775808}',
+        b'{"code":true}',
+        b'{"other":{"nested":[1,2]}}',
+        b'{"remark":"\\ud800"}',
+        b'{"remark":"\\udc00x"}',
+        b'{"remark":"\\u12"}',
+        b'{"remark":"\\x"}',
+        b'{"remark":"a\x01b"}',
+        b'{"remark":"\xff"}',
+        b'{"remark":"\xed\xa0\x80"}',
+        b'{"code":1}x',
+        b'{"code":1,}',
+        b'{"code":1',
+        b'\xef\xbb\xbf{"code":1}',
+        b"[1]",
+        b"",
+        b'{"serializeTypeCurrentRPC":1}',
+    ],
+)
+def test_edge_headers_decode_as_orjson_does(data: bytes) -> None:
+    assert _decoded(data) == _reference(data)
+    assert _decoded(bytearray(data)) == _reference(data)
+    assert _decoded(memoryview(data)) == _reference(data)
+
+
+def test_fastjson_and_own_headers_are_parsed_by_the_compiled_path(loop: str) -> None:
+    fields = header_json._compiled_built(FASTJSON, header_json._LANG_BY_NAME)
+    assert fields == (
+        310,
+        7,
+        0,
+        None,
+        {"a": "g", "b": "T", "i": "UNIQ_KEY\x01AB\x02WAIT\x01true\x02"},
+        LanguageCode.JAVA,
+        475,
+    )
+    cmd = RemotingCommand(code=0, opaque=9, flag=1, remark="ok", ext_fields={"msgId": "AB", "queueId": "3"})
+    own = encode_json_header(cmd)
+    assert header_json._compiled_built(own, header_json._LANG_BY_NAME) is not None
+    assert decode_json_header(own) == cmd
+
+
+def test_a_malformed_header_raises_protocol_error(loop: str) -> None:
+    with pytest.raises(ProtocolError, match="bad JSON header"):
+        decode_json_header(b'{"code":')
+    with pytest.raises(ProtocolError, match="not an integer"):
+        decode_json_header(b'{"code":1.5}')
