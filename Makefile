@@ -53,13 +53,16 @@ interop: $(STAMP)
 # prints rates and ratios; `--baseline REV` adds rocketpipe serve as of an earlier commit. A peer that cannot start is
 # reported as "not measured". E.g. `make bench BENCH_ARGS="--messages 20000 --peers redis"`.
 BENCH_ARGS ?=
-# Spark source/sink vs Spark's rate source in one session: `make bench SPARK_BENCH_ARGS="--messages 100000"`
+# First, what one send, batch and pull request costs the broker's Python, replayed without system calls
+# (bytecodes per request: a count that does not move with the host's load). Spark source/sink vs Spark's
+# rate source in one session: `make bench SPARK_BENCH_ARGS="--messages 100000"`
 SPARK_BENCH_ARGS ?=
 bench: $(STAMP)
 	@command -v redis-server >/dev/null || apt-get install -y -q redis-server >/dev/null 2>&1 \
 	  || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q redis-server >/dev/null 2>&1) \
 	  || echo "redis-server could not be installed; the Redis peer will be reported as not measured"
 	$(COMPILE)
+	$(PY) bench/request_cost.py
 	$(PY) bench/produce_consume.py $(BENCH_ARGS)
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) bench/spark_read.py $(SPARK_BENCH_ARGS)
 	@echo "restart time vs store size (clean and after SIGKILL): make bench-restart"
