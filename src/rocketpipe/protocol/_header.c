@@ -15,6 +15,9 @@
  * a lone surrogate escape, bytes that are not UTF-8. The Python function then decodes the header
  * (and raises its ProtocolError for what is malformed).
  * Errors: only MemoryError and the like.
+ *
+ * decode_payload(buf, start, end, languages, cls, json, other) -> RemotingCommand | None: the
+ * same for a whole frame payload, the command built here (see the function).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -239,17 +242,27 @@ fail:
 
 #define IS_KEY(name) (klen == (Py_ssize_t)sizeof(name) - 1 && memcmp(key, name, sizeof(name) - 1) == 0)
 
-static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 2 || !PyDict_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "decode(data, languages: dict)");
-        return NULL;
-    }
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
-    parser ps = {(const unsigned char *)view.buf, (const unsigned char *)view.buf + view.len, NULL, 0};
-    long long code = 0, opaque = 0, flag = 0, version = 0;
-    PyObject *remark = Py_NewRef(Py_None), *ext = NULL, *language = Py_NewRef(Py_None), *result = NULL;
+typedef struct {
+    long long code, opaque, flag, version;
+    PyObject *remark;   /* new reference: str or None */
+    PyObject *ext;      /* new reference: dict */
+    PyObject *language; /* new reference: a value of `languages`, an int, or None (absent) */
+} header;
+
+static void header_clear(header *h) {
+    Py_CLEAR(h->remark);
+    Py_CLEAR(h->ext);
+    Py_CLEAR(h->language);
+}
+
+/* Parse the JSON header p[0:n] into *h: 1 parsed, 0 not a header this parser takes (no error
+ * set; the caller falls back), -1 an error (MemoryError). *h holds nothing unless it returns 1. */
+static int parse_header(const unsigned char *p, Py_ssize_t n, PyObject *languages, header *h) {
+    parser ps = {p, p + n, NULL, 0};
+    h->code = h->opaque = h->flag = h->version = 0;
+    h->remark = Py_NewRef(Py_None);
+    h->ext = NULL;
+    h->language = Py_NewRef(Py_None);
     skip_ws(&ps);
     if (ps.p >= ps.end || *ps.p != '{') goto fallback;
     ps.p++;
@@ -269,44 +282,44 @@ static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         ps.p++;
         skip_ws(&ps);
         int ok = 0;
-        if (IS_KEY("code")) ok = integer(&ps, &code);
-        else if (IS_KEY("opaque")) ok = integer(&ps, &opaque);
-        else if (IS_KEY("flag")) ok = integer(&ps, &flag);
-        else if (IS_KEY("version")) ok = integer(&ps, &version);
+        if (IS_KEY("code")) ok = integer(&ps, &h->code);
+        else if (IS_KEY("opaque")) ok = integer(&ps, &h->opaque);
+        else if (IS_KEY("flag")) ok = integer(&ps, &h->flag);
+        else if (IS_KEY("version")) ok = integer(&ps, &h->version);
         else if (IS_KEY("extFields")) {
             PyObject *d = ext_fields(&ps);
             if (d != NULL) {
-                Py_XSETREF(ext, d);
+                Py_XSETREF(h->ext, d);
                 ok = 1;
             }
         } else if (IS_KEY("remark")) {
             if (literal(&ps, "null")) {
-                Py_SETREF(remark, Py_NewRef(Py_None));
+                Py_SETREF(h->remark, Py_NewRef(Py_None));
                 ok = 1;
             } else {
-                PyObject *s = string(&ps);
-                if (s != NULL) {
-                    if (PyUnicode_GET_LENGTH(s) == 0) Py_SETREF(s, Py_NewRef(Py_None));
-                    Py_SETREF(remark, s);
+                PyObject *str = string(&ps);
+                if (str != NULL) {
+                    if (PyUnicode_GET_LENGTH(str) == 0) Py_SETREF(str, Py_NewRef(Py_None));
+                    Py_SETREF(h->remark, str);
                     ok = 1;
                 }
             }
         } else if (IS_KEY("language")) {
-            long long n;
+            long long num;
             if (ps.p < ps.end && *ps.p == '"') {
-                PyObject *s = string(&ps);
-                if (s != NULL) {
-                    PyObject *lang = PyDict_GetItemWithError(args[1], s);
-                    Py_DECREF(s);
+                PyObject *str = string(&ps);
+                if (str != NULL) {
+                    PyObject *lang = PyDict_GetItemWithError(languages, str);
+                    Py_DECREF(str);
                     if (lang != NULL) {
-                        Py_SETREF(language, Py_NewRef(lang));
+                        Py_SETREF(h->language, Py_NewRef(lang));
                         ok = 1;
                     }
                 }
-            } else if (integer(&ps, &n)) {
-                PyObject *i = PyLong_FromLongLong(n);
+            } else if (integer(&ps, &num)) {
+                PyObject *i = PyLong_FromLongLong(num);
                 if (i != NULL) {
-                    Py_SETREF(language, i);
+                    Py_SETREF(h->language, i);
                     ok = 1;
                 }
             }
@@ -331,27 +344,96 @@ static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 closed:
     skip_ws(&ps);
     if (ps.p != ps.end) goto fallback;
-    if (ext == NULL && (ext = PyDict_New()) == NULL) goto done;
-    result = PyTuple_New(7);
-    if (result == NULL) goto done;
-    PyObject *items[7] = {PyLong_FromLongLong(code), PyLong_FromLongLong(opaque), PyLong_FromLongLong(flag),
-                          Py_NewRef(remark), Py_NewRef(ext), Py_NewRef(language), PyLong_FromLongLong(version)};
-    for (int i = 0; i < 7; i++) {
-        if (items[i] == NULL) Py_CLEAR(result);
-        if (result != NULL) PyTuple_SET_ITEM(result, i, items[i]);
-        else Py_XDECREF(items[i]);
-    }
-    goto done;
+    if (h->ext == NULL && (h->ext = PyDict_New()) == NULL) goto error;
+    PyMem_Free(ps.scratch);
+    return 1;
 fallback:
     if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
         PyErr_Clear();
-        result = Py_NewRef(Py_None);
+        PyMem_Free(ps.scratch);
+        header_clear(h);
+        return 0;
     }
-done:
-    Py_XDECREF(remark);
-    Py_XDECREF(ext);
-    Py_XDECREF(language);
+error:
     PyMem_Free(ps.scratch);
+    header_clear(h);
+    return -1;
+}
+
+static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2 || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "decode(data, languages: dict)");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    header h;
+    int r = parse_header((const unsigned char *)view.buf, view.len, args[1], &h);
+    PyBuffer_Release(&view);
+    if (r <= 0) return r < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *result = Py_BuildValue("(LLLOOOL)", h.code, h.opaque, h.flag, h.remark, h.ext, h.language, h.version);
+    header_clear(&h);
+    return result;
+}
+
+/* decode_payload(buf, start, end, languages, cls, json, other) -> cls instance | None
+ *
+ * The frame payload buf[start:end] (after the length field: the header word, the header, the
+ * body) as _decode_payload decodes it, for a JSON header parse_header takes: an instance of
+ * `cls` (RemotingCommand) made without running its __init__, every field set here (code, opaque,
+ * flag, remark, ext_fields, body: a copy, language: `other` when absent, version,
+ * serialize_type: `json`). None for anything else (a binary header, a bad header length, a
+ * header this parser leaves to orjson): _decode_payload then decodes the frame (and raises). */
+static PyObject *decode_payload(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    static PyObject *names[9], *no_args;
+    static const char *const fields[9] = {"code", "opaque", "flag", "remark", "ext_fields", "body", "language",
+                                          "version", "serialize_type"};
+    if (no_args == NULL) {
+        for (int i = 0; i < 9; i++) {
+            if (names[i] == NULL && (names[i] = PyUnicode_InternFromString(fields[i])) == NULL) return NULL;
+        }
+        if ((no_args = PyTuple_New(0)) == NULL) return NULL;
+    }
+    if (nargs != 7 || !PyDict_Check(args[3]) || !PyType_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "decode_payload(buf, start, end, languages: dict, cls: type, json, other)");
+        return NULL;
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred()) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *result = NULL;
+    const unsigned char *b = (const unsigned char *)view.buf;
+    if (start < 0 || end > view.len || end - start < 4) goto fallback;
+    uint32_t word = ((uint32_t)b[start] << 24) | ((uint32_t)b[start + 1] << 16) | ((uint32_t)b[start + 2] << 8) |
+                    (uint32_t)b[start + 3];
+    Py_ssize_t hstart = start + 4, hlen = (Py_ssize_t)(word & 0xFFFFFF);
+    if ((word >> 24) != 0 || hlen > end - hstart) goto fallback; /* not JSON, or a bad length */
+    header h;
+    int r = parse_header(b + hstart, hlen, args[3], &h);
+    if (r < 0) goto done;
+    if (r == 0) goto fallback;
+    PyObject *body = PyBytes_FromStringAndSize((const char *)b + hstart + hlen, end - hstart - hlen);
+    PyObject *cmd = body == NULL ? NULL : PyBaseObject_Type.tp_new((PyTypeObject *)args[4], no_args, NULL);
+    if (cmd != NULL) {
+        PyObject *values[9] = {PyLong_FromLongLong(h.code), PyLong_FromLongLong(h.opaque),
+                               PyLong_FromLongLong(h.flag), Py_NewRef(h.remark), Py_NewRef(h.ext), Py_NewRef(body),
+                               Py_NewRef(h.language == Py_None ? args[6] : h.language),
+                               PyLong_FromLongLong(h.version), Py_NewRef(args[5])};
+        for (int i = 0; i < 9; i++) {
+            if (cmd != NULL && (values[i] == NULL || PyObject_SetAttr(cmd, names[i], values[i]) < 0)) Py_CLEAR(cmd);
+            Py_XDECREF(values[i]);
+        }
+    }
+    Py_XDECREF(body);
+    header_clear(&h);
+    result = cmd;
+    goto done;
+fallback:
+    result = Py_NewRef(Py_None);
+done:
     PyBuffer_Release(&view);
     return result;
 }
@@ -360,6 +442,9 @@ static PyMethodDef methods[] = {
     {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL,
      "decode(data, languages) -> (code, opaque, flag, remark, ext_fields, language, version), "
      "or None for the Python decoder"},
+    {"decode_payload", (PyCFunction)(void (*)(void))decode_payload, METH_FASTCALL,
+     "decode_payload(buf, start, end, languages, cls, json, other) -> a RemotingCommand, or None for "
+     "the Python decoder"},
     {NULL, NULL, 0, NULL},
 };
 

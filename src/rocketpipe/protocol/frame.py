@@ -10,17 +10,21 @@ from __future__ import annotations
 import struct
 from typing import Final
 
+from ..compiled import load
 from ..errors import ProtocolError
-from .codes import SerializeType
+from .codes import LanguageCode, SerializeType
 from .command import RemotingCommand
 from .header_binary import decode_binary_header, encode_binary_header
-from .header_json import decode_json_header, encode_json_header
+from .header_json import _LANG_BY_NAME, decode_json_header, encode_json_header
 
 #: Largest frame accepted, counting the 4-byte length field (Java frameMaxLength, 16 MiB).
 MAX_FRAME_SIZE: Final = 16 * 1024 * 1024
 
 _HDR = struct.Struct(">ii")
 _I32 = struct.Struct(">i")
+#: _decode_payload's compiled path for JSON frames (None: not built), and the one in use (None:
+#: the Python code below).
+_compiled_payload_built, _compiled_payload = load(f"{__package__}._header", "decode_payload")
 
 
 def encode_header(cmd: RemotingCommand) -> bytes:
@@ -60,7 +64,17 @@ def encode_frame_parts(cmd: RemotingCommand) -> list[bytes | memoryview]:
 
 def _decode_payload(buf: bytes | bytearray | memoryview, start: int, end: int) -> RemotingCommand:
     """Decode the frame payload ``buf[start:end]`` (after the length field), copying the header
-    and the body once each; no view of ``buf`` outlives the call."""
+    and the body once each; no view of ``buf`` outlives the call.
+
+    A JSON header that ``_header.decode_payload`` takes (as :func:`decode_json_header`'s
+    compiled path does) is decoded with the command in one compiled call; the code below is
+    the reference and decodes the rest."""
+    if _compiled_payload is not None:
+        cmd: RemotingCommand | None = _compiled_payload(
+            buf, start, end, _LANG_BY_NAME, RemotingCommand, SerializeType.JSON, LanguageCode.OTHER
+        )
+        if cmd is not None:
+            return cmd
     if end - start < 4:
         raise ProtocolError("frame shorter than its header word")
     (word,) = _I32.unpack_from(buf, start)

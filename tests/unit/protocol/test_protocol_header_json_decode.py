@@ -1,5 +1,6 @@
-"""decode_json_header, compiled (``_header.decode``) and with orjson: the same command, or the
-same error, for any header bytes."""
+"""decode_json_header, compiled (``_header.decode``) and with orjson, and the frame payload
+decoder, compiled (``_header.decode_payload``) and in Python: the same command, or the same
+error, for any header or payload bytes."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from hypothesis import strategies as st
 
 from compiled_loops import both_loops
 from rocketpipe.errors import ProtocolError
-from rocketpipe.protocol import header_json
-from rocketpipe.protocol.codes import LanguageCode
+from rocketpipe.protocol import frame, header_json
+from rocketpipe.protocol.codes import LanguageCode, SerializeType
 from rocketpipe.protocol.command import RemotingCommand
+from rocketpipe.protocol.frame import decode_frame_payload, encode_frame
 from rocketpipe.protocol.header_json import decode_json_header, encode_json_header
 
 FAST = settings(
@@ -160,3 +162,63 @@ def test_a_malformed_header_raises_protocol_error(loop: str) -> None:
         decode_json_header(b'{"code":')
     with pytest.raises(ProtocolError, match="not an integer"):
         decode_json_header(b'{"code":1.5}')
+
+
+# ------------------------------------------------------------------ whole frame payloads
+
+payload_loop = both_loops(frame, ("_compiled_payload", "_compiled_payload_built"))
+
+
+def _payload_reference(data: bytes) -> object:
+    compiled = frame._compiled_payload
+    frame._compiled_payload = None
+    try:
+        return decode_frame_payload(data)
+    except Exception as exc:
+        return type(exc), str(exc)
+    finally:
+        frame._compiled_payload = compiled
+
+
+def _payload(data: bytes) -> object:
+    try:
+        return decode_frame_payload(data)
+    except Exception as exc:
+        return type(exc), str(exc)
+
+
+bodies = st.binary(max_size=40)
+
+
+@FAST
+@given(commands, bodies, st.sampled_from(list(SerializeType)))
+def test_frame_payloads_decode_as_the_python_code_does(cmd: RemotingCommand, body: bytes, stype: SerializeType) -> None:
+    cmd.body, cmd.serialize_type = body, stype
+    if stype == SerializeType.ROCKETMQ:
+        cmd.code, cmd.flag, cmd.version = cmd.code % 2**15, cmd.flag % 2**31, cmd.version % 2**15
+        cmd.opaque %= 2**31
+    try:
+        data = encode_frame(cmd)[4:]
+    except Exception:  # not encodable as a binary header
+        return
+    assert _payload(data) == _payload_reference(data)
+
+
+@FAST
+@given(st.binary(max_size=60) | documents.map(lambda d: len(orjson.dumps(d)).to_bytes(4, "big") + orjson.dumps(d)))
+def test_any_payload_bytes_decode_or_fail_as_the_python_code_does(data: bytes) -> None:
+    assert _payload(data) == _payload_reference(data)
+
+
+def test_a_json_frame_is_decoded_by_the_compiled_path(payload_loop: str) -> None:
+    cmd = RemotingCommand(code=310, opaque=5, remark="r", ext_fields={"a": "b"}, body=b"\x00body")
+    data = encode_frame(cmd)[4:]
+    built = frame._compiled_payload_built(
+        data, 0, len(data), header_json._LANG_BY_NAME, RemotingCommand, SerializeType.JSON, LanguageCode.OTHER
+    )
+    assert built == cmd == decode_frame_payload(data)  # every field set, the body copied
+    assert type(built.body) is bytes
+    absent = b'{"code":1}'
+    data = len(absent).to_bytes(4, "big") + absent
+    assert decode_frame_payload(data).language is LanguageCode.OTHER
+    assert decode_frame_payload(bytearray(data)) == decode_frame_payload(memoryview(data)) == _payload_reference(data)
