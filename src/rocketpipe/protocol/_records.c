@@ -1,4 +1,5 @@
-/* Compiled loops of rocketpipe.protocol.message.decode_records, encode_batch and encode_records, and of the
+/* Compiled loops of rocketpipe.protocol.message.decode_records, encode_batch, encode_records and
+ * string_to_properties, and of the
  * record walk and properties split of rocketpipe.spark.decode (optional; the Python code is the
  * reference and the fallback, and the tests run both).
  *
@@ -444,6 +445,47 @@ done:
 }
 
 /* ----------------------------------------------------------------------------------------------
+ * string_to_properties(s: str) -> dict
+ *
+ * rocketpipe.protocol.message.string_to_properties: split at \x02, each pair's name ends at its
+ * first \x01, pairs with an empty name or value dropped, the last of equal names winning
+ * (MessageDecoder.string2messageProperties). Errors: TypeError (not a str), MemoryError.
+ */
+static PyObject *string_to_properties(PyObject *self, PyObject *s) {
+    (void)self;
+    if (!PyUnicode_Check(s)) {
+        PyErr_SetString(PyExc_TypeError, "string_to_properties(s): a str");
+        return NULL;
+    }
+    PyObject *out = PyDict_New();
+    if (out == NULL) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s), start = 0;
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    while (start < n) {
+        Py_ssize_t end = start, sep = -1;
+        for (; end < n; end++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, end);
+            if (c == 2) break;
+            if (c == 1 && sep < 0) sep = end;
+        }
+        if (sep > start && sep < end - 1) { /* a name and a value */
+            PyObject *k = PyUnicode_Substring(s, start, sep);
+            PyObject *v = k == NULL ? NULL : PyUnicode_Substring(s, sep + 1, end);
+            int r = v == NULL ? -1 : PyDict_SetItem(out, k, v);
+            Py_XDECREF(k);
+            Py_XDECREF(v);
+            if (r < 0) {
+                Py_DECREF(out);
+                return NULL;
+            }
+        }
+        start = end + 1;
+    }
+    return out;
+}
+
+/* ----------------------------------------------------------------------------------------------
  * encode_records(msgs, tail, hosts, queue_id, queue_offset, physical_offset, store_timestamp)
  *     -> (records, dispatched, next_queue_offset, total) | None
  *
@@ -874,6 +916,8 @@ static PyMethodDef methods[] = {
     {"encode_records", (PyCFunction)(void (*)(void))encode_records, METH_FASTCALL,
      "encode_records(msgs, tail, hosts, queue_id, queue_offset, physical_offset, store_timestamp) -> "
      "(records, dispatched, next_queue_offset, total), or None for the Python loop"},
+    {"string_to_properties", (PyCFunction)string_to_properties, METH_O,
+     "string_to_properties(s) -> dict of the name/value pairs (string2messageProperties' rules)"},
     {"record_starts", (PyCFunction)record_starts, METH_O,
      "record_starts(buf) -> int64 starts of the records as bytes, or None for the Python walk"},
     {"split_properties", (PyCFunction)(void (*)(void))split_properties, METH_FASTCALL,

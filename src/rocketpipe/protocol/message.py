@@ -166,7 +166,12 @@ def properties_to_string(props: dict[str, str]) -> str:
 
 
 def string_to_properties(s: str) -> dict[str, str]:
-    """Parse a properties string; last duplicate wins; empty names/values dropped (Java rules)."""
+    """Parse a properties string; last duplicate wins; empty names/values dropped (Java rules).
+
+    Runs compiled (``_records.string_to_properties``) when built; this loop is the reference.
+    """
+    if _compiled_split is not None:
+        return _compiled_split(s)  # type: ignore[no-any-return]
     out: dict[str, str] = {}
     if not s:
         return out
@@ -758,6 +763,8 @@ _HOST_CACHE = _HostCache()
 _compiled_decode, _compiled = load(f"{__package__}._records", "decode")
 #: encode_batch's compiled loop (None: not built), and the one in use (None: the Python loop).
 _compiled_batch_built, _compiled_batch = load(f"{__package__}._records", "encode_batch")
+#: string_to_properties' compiled loop (None: not built), and the one in use (None: the Python loop).
+_compiled_split_built, _compiled_split = load(f"{__package__}._records", "string_to_properties")
 #: encode_records' compiled loop (None: not built), and the one in use (None: the Python loop).
 _compiled_records_built, _compiled_records = load(f"{__package__}._records", "encode_records")
 #: Transaction types whose records take no consume-queue slot (queue offset 0): prepared, rollback.
