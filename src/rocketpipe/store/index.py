@@ -176,6 +176,11 @@ class KeyIndex:
         else:
             uniq = props.get(_UNIQ)  # type: ignore[union-attr]
             keys = props.get(_KEYS)  # type: ignore[union-attr]
+        if uniq and not keys:  # most messages: their UNIQ_KEY alone, as add_batch queues it
+            self._pending.append((f"{topic}#{uniq}", offset, store_ts))
+            self.last_offset = offset
+            self.last_timestamp = store_ts
+            return
         self.add_batch(topic, ((uniq, keys),), (offset,), store_ts)
 
     def add_batch(

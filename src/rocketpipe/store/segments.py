@@ -75,10 +75,11 @@ class Segment:
         path: the file.
         start: offset of its first byte in the queue (``fileFromOffset``).
         size: length, bytes.
+        end: ``start + size``.
         view: writable memoryview of the whole mapping.
     """
 
-    __slots__ = ("_fd", "_mm", "found_length", "path", "size", "start", "view")
+    __slots__ = ("_fd", "_mm", "end", "found_length", "path", "size", "start", "view")
 
     def __init__(self, path: Path, start: int, size: int) -> None:
         """Open (creating or zero-extending to ``size``) and map ``path``.
@@ -105,16 +106,13 @@ class Segment:
         self.path = path
         self.start = start
         self.size = size
+        #: offset one past the last byte of this segment (an attribute: the put path reads it)
+        self.end = start + size
         #: bytes the file had when opened (< size: it was cut short and has been zero-extended)
         self.found_length = length
         self._mm = mm
         self.view = memoryview(mm)
         self._fd = -1  # opened by the first write()
-
-    @property
-    def end(self) -> int:
-        """Offset one past the last byte of this segment."""
-        return self.start + self.size
 
     def write(self, pos: int, parts: list[bytes], total: int) -> None:
         """Write ``parts`` (``total`` bytes together) contiguously at ``pos``.
