@@ -456,8 +456,7 @@ class Connection(asyncio.Protocol):
 
     def _enqueue(self, parts: list[bytes | memoryview]) -> None:
         self._out.extend(parts)
-        for p in parts:
-            self._out_bytes += len(p)
+        self._out_bytes += sum(map(len, parts))
         if self._out_bytes >= _FLUSH_NOW_BYTES or len(self._out) >= _FLUSH_NOW_PARTS:
             self._flush()
         elif self._flush_handle is None:
@@ -470,11 +469,15 @@ class Connection(asyncio.Protocol):
         out = self._out
         if not out:
             return
+        total = self._out_bytes
         self._out = []
         self._out_bytes = 0
         self.active = True
         transport = self._transport
         if transport.is_closing():
+            return
+        if total < _ZERO_COPY_MIN:  # no part is large: one joined write, no loop over the parts
+            transport.write(out[0] if len(out) == 1 else b"".join(out))
             return
         small: list[bytes | memoryview] = []
         for part in out:
