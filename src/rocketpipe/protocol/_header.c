@@ -18,9 +18,13 @@
  *
  * decode_payload(buf, start, end, languages, cls, json, other) -> RemotingCommand | None: the
  * same for a whole frame payload, the command built here (see the function).
+ *
+ * encode_head(cmd, names, max_frame) -> bytes | None: the other way, the first part of a JSON
+ * frame as encode_frame_parts writes it (see the function).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef struct {
@@ -438,6 +442,196 @@ done:
     return result;
 }
 
+/* ----------------------------------------------------------------------------------------------
+ * encode_head(cmd, names, max_frame) -> bytes | None
+ *
+ * The first part of encode_frame_parts(cmd) for a JSON command: the length field, the header
+ * word and the header as encode_json_header writes it (orjson with sorted keys: "code",
+ * "extFields" with its keys sorted, "flag", "language" by name from `names`, "opaque", "remark"
+ * when not None, "serializeTypeCurrentRPC":"JSON", "version"; strings escaped as orjson escapes
+ * them), byte for byte. None for anything else (another serialize type, a value that is not a
+ * str or an int of 64 bits, a language not in `names`, a str that is not UTF-8, a frame over
+ * `max_frame` bytes): the Python code then encodes it (or raises).
+ */
+typedef struct {
+    char *data;
+    Py_ssize_t len, cap;
+} out_buf;
+
+static int out_grow(out_buf *o, Py_ssize_t n) {
+    if (o->len + n <= o->cap) return 0;
+    Py_ssize_t cap = o->cap ? o->cap : 256;
+    while (cap < o->len + n) cap *= 2;
+    char *d = PyMem_Realloc(o->data, (size_t)cap);
+    if (d == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->data = d;
+    o->cap = cap;
+    return 0;
+}
+
+static int out_put(out_buf *o, const char *p, Py_ssize_t n) {
+    if (out_grow(o, n) < 0) return -1;
+    memcpy(o->data + o->len, p, (size_t)n);
+    o->len += n;
+    return 0;
+}
+
+#define OUT_LIT(o, lit) out_put((o), (lit), (Py_ssize_t)sizeof(lit) - 1)
+
+/* a JSON string of str `s` (orjson's escapes); 1 written, 0 not UTF-8 (no error set), -1 error */
+static int out_str(out_buf *o, PyObject *s) {
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &n);
+    if (u == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    if (out_grow(o, 2 + 6 * n) < 0) return -1;
+    char *w = o->data + o->len;
+    *w++ = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)u[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *w++ = (char)c;
+            continue;
+        }
+        *w++ = '\\';
+        switch (c) {
+        case '"': *w++ = '"'; break;
+        case '\\': *w++ = '\\'; break;
+        case '\b': *w++ = 'b'; break;
+        case '\t': *w++ = 't'; break;
+        case '\n': *w++ = 'n'; break;
+        case '\f': *w++ = 'f'; break;
+        case '\r': *w++ = 'r'; break;
+        default:
+            *w++ = 'u';
+            *w++ = '0';
+            *w++ = '0';
+            *w++ = "0123456789abcdef"[c >> 4];
+            *w++ = "0123456789abcdef"[c & 0xF];
+        }
+    }
+    *w++ = '"';
+    o->len = w - o->data;
+    return 1;
+}
+
+/* an int of 64 bits; 1 written, 0 not one (no error set), -1 error */
+static int out_int(out_buf *o, PyObject *v) {
+    if (!PyLong_Check(v) || PyBool_Check(v)) return 0; /* an IntEnum is its value; a bool is not */
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    if (overflow) return 0;
+    char digits[24];
+    int n = snprintf(digits, sizeof digits, "%lld", x);
+    return out_put(o, digits, n) < 0 ? -1 : 1;
+}
+
+static int utf8_less(PyObject *a, PyObject *b) {
+    /* keys compare as orjson sorts them: by their UTF-8 bytes (code point order) */
+    int r = PyUnicode_Compare(a, b);
+    return r < 0;
+}
+
+static PyObject *encode_head(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    static PyObject *names[9];
+    static const char *const fields[9] = {"code", "opaque", "flag", "remark", "ext_fields", "body", "language",
+                                          "version", "serialize_type"};
+    if (names[8] == NULL) {
+        for (int i = 0; i < 9; i++) {
+            if (names[i] == NULL && (names[i] = PyUnicode_InternFromString(fields[i])) == NULL) return NULL;
+        }
+    }
+    if (nargs != 3 || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "encode_head(cmd, names: dict, max_frame: int)");
+        return NULL;
+    }
+    Py_ssize_t max_frame = PyLong_AsSsize_t(args[2]);
+    if (max_frame == -1 && PyErr_Occurred()) return NULL;
+    PyObject *v[9] = {NULL};
+    PyObject *result = NULL, **keys = NULL;
+    out_buf o = {NULL, 0, 0};
+    int r = 1;
+    for (int i = 0; i < 9; i++) {
+        if ((v[i] = PyObject_GetAttr(args[0], names[i])) == NULL) goto done;
+    }
+    /* serialize_type: JSON (0) only */
+    if (!PyLong_Check(v[8]) || PyLong_AsLong(v[8]) != 0) goto fallback;
+    PyObject *lang = PyDict_GetItemWithError(args[1], v[6]);
+    if (lang == NULL) {
+        if (PyErr_Occurred()) goto done;
+        goto fallback;
+    }
+    if (!PyDict_CheckExact(v[4]) || (v[3] != Py_None && !PyUnicode_CheckExact(v[3])) || !PyUnicode_CheckExact(lang))
+        goto fallback;
+    Py_ssize_t body_len = PyObject_Length(v[5]);
+    if (body_len < 0) goto done;
+    if (out_grow(&o, 256) < 0) goto done;
+    o.len = 8; /* the length field and the header word, filled last */
+    if (OUT_LIT(&o, "{\"code\":") < 0 || (r = out_int(&o, v[0])) <= 0) goto check;
+    if (OUT_LIT(&o, ",\"extFields\":{") < 0) goto done;
+    Py_ssize_t nkeys = PyDict_GET_SIZE(v[4]), filled = 0, pos = 0;
+    keys = PyMem_Calloc(nkeys ? (size_t)nkeys : 1, sizeof(PyObject *));
+    if (keys == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    PyObject *k, *val;
+    while (PyDict_Next(v[4], &pos, &k, &val)) {
+        if (!PyUnicode_CheckExact(k) || !PyUnicode_CheckExact(val)) goto fallback;
+        /* insertion sort: a header has a handful of keys */
+        Py_ssize_t j = filled++;
+        while (j > 0 && utf8_less(k, keys[j - 1])) {
+            keys[j] = keys[j - 1];
+            j--;
+        }
+        keys[j] = k;
+    }
+    if (PyErr_Occurred()) goto done;
+    for (Py_ssize_t i = 0; i < filled; i++) {
+        if (i && OUT_LIT(&o, ",") < 0) goto done;
+        if ((r = out_str(&o, keys[i])) <= 0 || OUT_LIT(&o, ":") < 0) goto check;
+        PyObject *item = PyDict_GetItemWithError(v[4], keys[i]);
+        if (item == NULL) goto done;
+        if ((r = out_str(&o, item)) <= 0) goto check;
+    }
+    if (OUT_LIT(&o, "},\"flag\":") < 0 || (r = out_int(&o, v[2])) <= 0) goto check;
+    if (OUT_LIT(&o, ",\"language\":") < 0 || (r = out_str(&o, lang)) <= 0) goto check;
+    if (OUT_LIT(&o, ",\"opaque\":") < 0 || (r = out_int(&o, v[1])) <= 0) goto check;
+    if (v[3] != Py_None && (OUT_LIT(&o, ",\"remark\":") < 0 || (r = out_str(&o, v[3])) <= 0)) goto check;
+    if (OUT_LIT(&o, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":") < 0 || (r = out_int(&o, v[7])) <= 0)
+        goto check;
+    if (OUT_LIT(&o, "}") < 0) goto done;
+    {
+        Py_ssize_t hlen = o.len - 8, total = 4 + hlen + body_len;
+        if (hlen > 0xFFFFFF || total + 4 > max_frame) goto fallback;
+        unsigned char *w = (unsigned char *)o.data;
+        uint32_t t = (uint32_t)total, word = (uint32_t)hlen; /* serialize type JSON: high byte 0 */
+        w[0] = (unsigned char)(t >> 24), w[1] = (unsigned char)(t >> 16), w[2] = (unsigned char)(t >> 8);
+        w[3] = (unsigned char)t;
+        w[4] = (unsigned char)(word >> 24), w[5] = (unsigned char)(word >> 16), w[6] = (unsigned char)(word >> 8);
+        w[7] = (unsigned char)word;
+        result = PyBytes_FromStringAndSize(o.data, o.len);
+    }
+    goto done;
+check:
+    if (r < 0 || PyErr_Occurred()) goto done;
+fallback:
+    result = Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < 9; i++) Py_XDECREF(v[i]);
+    PyMem_Free(keys);
+    PyMem_Free(o.data);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL,
      "decode(data, languages) -> (code, opaque, flag, remark, ext_fields, language, version), "
@@ -445,6 +639,9 @@ static PyMethodDef methods[] = {
     {"decode_payload", (PyCFunction)(void (*)(void))decode_payload, METH_FASTCALL,
      "decode_payload(buf, start, end, languages, cls, json, other) -> a RemotingCommand, or None for "
      "the Python decoder"},
+    {"encode_head", (PyCFunction)(void (*)(void))encode_head, METH_FASTCALL,
+     "encode_head(cmd, names, max_frame) -> length field + header word + JSON header, or None for "
+     "the Python encoder"},
     {NULL, NULL, 0, NULL},
 };
 

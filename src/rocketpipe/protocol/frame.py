@@ -15,7 +15,7 @@ from ..errors import ProtocolError
 from .codes import LanguageCode, SerializeType
 from .command import RemotingCommand
 from .header_binary import decode_binary_header, encode_binary_header
-from .header_json import _LANG_BY_NAME, decode_json_header, encode_json_header
+from .header_json import _LANG_BY_NAME, _NAME_BY_VALUE, decode_json_header, encode_json_header
 
 #: Largest frame accepted, counting the 4-byte length field (Java frameMaxLength, 16 MiB).
 MAX_FRAME_SIZE: Final = 16 * 1024 * 1024
@@ -25,6 +25,8 @@ _I32 = struct.Struct(">i")
 #: _decode_payload's compiled path for JSON frames (None: not built), and the one in use (None:
 #: the Python code below).
 _compiled_payload_built, _compiled_payload = load(f"{__package__}._header", "decode_payload")
+#: encode_frame_parts' compiled path for JSON frames (None: not built), and the one in use.
+_compiled_head_built, _compiled_head = load(f"{__package__}._header", "encode_head")
 
 
 def encode_header(cmd: RemotingCommand) -> bytes:
@@ -52,7 +54,19 @@ def encode_frame(cmd: RemotingCommand) -> bytes:
 
 
 def encode_frame_parts(cmd: RemotingCommand) -> list[bytes | memoryview]:
-    """Encode ``cmd`` as a list of buffers (prefix+header, body) to write without copying the body."""
+    """Encode ``cmd`` as a list of buffers (prefix+header, body) to write without copying the body.
+
+    A JSON command whose fields are strings and 64-bit ints gets its prefix and header from one
+    compiled call (``_header.encode_head``, the same bytes); the code below is the reference.
+
+    Raises:
+        ProtocolError: the frame would exceed :data:`MAX_FRAME_SIZE`.
+    """
+    if _compiled_head is not None:
+        first = _compiled_head(cmd, _NAME_BY_VALUE, MAX_FRAME_SIZE)
+        if first is not None:
+            body = cmd.body
+            return [first, body] if body else [first]
     header = encode_header(cmd)
     body = cmd.body
     total = 4 + len(header) + len(body)
