@@ -172,8 +172,8 @@ async def measure(kinds: list[str], args: argparse.Namespace) -> list[tuple[str,
 
                 async def replay(conn: Connection = conn, frame: bytes = frame) -> None:
                     conn.data_received(frame)
-                    if conn._handler_tasks:  # not answered inline (a pull): its task runs now
-                        await asyncio.gather(*conn._handler_tasks)
+                    for task in list(conn._handler_tasks):  # not answered inline (a pull): it runs now
+                        await task
 
                 for _ in range(min(2000, args.requests)):  # warm-up
                     await replay()
