@@ -25,7 +25,6 @@ Usage: ``python bench/request_cost.py [--requests N] [--rounds R] [--traced T] [
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import tempfile
 import time
