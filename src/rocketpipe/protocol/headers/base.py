@@ -20,6 +20,7 @@ Request header classes set ``REQUEST_CODE`` and are registered in :data:`REQUEST
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 from typing import Any, ClassVar, TypeVar
 
@@ -81,7 +82,6 @@ def _compile_codec(cls: type, specs: tuple[_FieldSpec, ...]) -> tuple[Any, Any]:
     """Generate straight-line ``to_ext_fields`` / ``from_ext_fields`` bodies for one class
     (the technique ``dataclasses`` itself uses): no per-field dispatch at run time."""
     to_lines = ["def to_ext(self):", " out = {}"]
-    from_lines = ["def from_ext(cls, ext):", " kw = {}", " get = ext.get"]
     for sp in specs:
         w = repr(sp.wire)
         to_lines.append(f" v = self.{sp.attr}")
@@ -94,24 +94,66 @@ def _compile_codec(cls: type, specs: tuple[_FieldSpec, ...]) -> tuple[Any, Any]:
             to_lines.append(f"  out[{w}] = str(v) if type(v) is int else _format(v)")
         else:
             to_lines.append(f"  out[{w}] = _format(v)")
-        from_lines.append(f" raw = get({w})")
-        from_lines.append(" if raw is None:")
-        from_lines.append(f"  {'raise _missing(cls, ' + w + ')' if sp.required else 'pass'}")
-        if sp.kind is str:
-            from_lines.append(f" else: kw[{sp.attr!r}] = raw")
-        elif sp.kind is bool:
-            from_lines.append(f" else: kw[{sp.attr!r}] = raw.lower() == 'true'")
-        else:
-            conv = "int" if sp.kind is int else "float"
-            from_lines.append(" else:")
-            from_lines.append(f"  try: kw[{sp.attr!r}] = {conv}(raw)")
-            from_lines.append("  except ValueError:")
-            from_lines.append(f"   {'raise _not_a_number(cls, ' + w + ', raw) from None' if sp.required else 'pass'}")
     to_lines.append(" return out")
-    from_lines.append(" return cls(**kw)")
     ns: dict[str, Any] = {"_format": _format, "_missing": _missing, "_not_a_number": _not_a_number}
+    from_lines = _direct_from_ext(cls, specs, ns) or _keyword_from_ext(specs)
     exec("\n".join(to_lines) + "\n\n" + "\n".join(from_lines), ns)
     return ns["to_ext"], ns["from_ext"]
+
+
+def _decode_lines(sp: _FieldSpec, store: str, absent: str) -> list[str]:
+    """Lines of a generated ``from_ext`` reading field ``sp``: ``store`` formats the statement
+    that keeps a value, ``absent`` is the statement for a missing optional field (or None)."""
+    w = repr(sp.wire)
+    lines = [f" raw = get({w})", " if raw is None:"]
+    lines.append(f"  {'raise _missing(cls, ' + w + ')' if sp.required else absent}")
+    if sp.kind is str:
+        lines.append(f" else: {store.format('raw')}")
+    elif sp.kind is bool:
+        lines.append(f" else: {store.format('raw.lower() == ' + repr('true'))}")
+    else:
+        conv = "int" if sp.kind is int else "float"
+        lines.append(" else:")
+        lines.append(f"  try: {store.format(conv + '(raw)')}")
+        lines.append("  except ValueError:")
+        lines.append(f"   {'raise _not_a_number(cls, ' + w + ', raw) from None' if sp.required else absent}")
+    return lines
+
+
+def _keyword_from_ext(specs: tuple[_FieldSpec, ...]) -> list[str]:
+    """``from_ext`` that collects the present fields and calls ``cls(**kw)``."""
+    lines = ["def from_ext(cls, ext):", " kw = {}", " get = ext.get"]
+    for sp in specs:
+        lines += _decode_lines(sp, f"kw[{sp.attr!r}] = {{}}", "pass")
+    return [*lines, " return cls(**kw)"]
+
+
+def _direct_from_ext(cls: type, specs: tuple[_FieldSpec, ...], ns: dict[str, Any]) -> list[str] | None:
+    """``from_ext`` that makes the instance with ``object.__new__`` and sets every slot through
+    its descriptor: what the frozen dataclass ``__init__`` does, without a keyword dict and one
+    ``object.__setattr__`` call per field (a pull's header decodes in half the time).
+
+    None (use :func:`_keyword_from_ext`) unless every field is a slot with a plain default and
+    the class runs no ``__post_init__``.
+    """
+    if hasattr(cls, "__post_init__"):
+        return None
+    by_attr = {sp.attr: sp for sp in specs}
+    lines = ["def from_ext(cls, ext):", " get = ext.get", " obj = _new(cls)"]
+    ns["_new"] = object.__new__
+    for f in dataclasses.fields(cls):
+        slot = getattr(cls, f.name, None)
+        if not isinstance(slot, types.MemberDescriptorType) or f.default is dataclasses.MISSING:
+            return None
+        ns[f"_set_{f.name}"] = slot.__set__
+        ns[f"_default_{f.name}"] = f.default
+        keep_default = f"_set_{f.name}(obj, _default_{f.name})"
+        sp = by_attr.get(f.name)
+        if sp is None:
+            lines.append(f" {keep_default}")
+        else:
+            lines += _decode_lines(sp, f"_set_{f.name}(obj, {{}})", keep_default)
+    return [*lines, " return obj"]
 
 
 class CommandHeader:
