@@ -30,3 +30,21 @@ def both_loops(module: ModuleType, *pairs: tuple[str, str]) -> Callable[..., Any
         return str(request.param)
 
     return loop
+
+
+def outcome(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, or the error it raised as ``(type, text)``: compare two paths, errors included."""
+    try:
+        return fn(*args)
+    except Exception as exc:
+        return type(exc), str(exc)
+
+
+def python_outcome(module: ModuleType, active: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """:func:`outcome` of ``fn(*args)`` with ``module.<active>`` set to None (the Python code)."""
+    compiled = getattr(module, active)
+    setattr(module, active, None)
+    try:
+        return outcome(fn, *args)
+    finally:
+        setattr(module, active, compiled)

@@ -76,7 +76,6 @@ TOTAL_PHYSICAL_MEMORY_SIZE: Final = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_
 
 #: ``DefaultMessageStore.MAX_PULL_MSG_SIZE`` (5.x): cap of one read, bytes.
 MAX_PULL_MSG_SIZE: Final = 128 * 1024 * 1024
-_NO_DISPATCH: Final = NO_QUEUE_SLOT
 _PAGE: Final = 4096
 #: One consume-queue entry: commit-log offset, size, tags code (``ConsumeQueue.CQ_STORE_UNIT_SIZE``).
 _CQ_ENTRY: Final = struct.Struct(">qiq")
@@ -263,7 +262,7 @@ class MessageStore:
 
         def on_record(msg: MessageExt) -> None:
             key = (msg.topic, msg.queue_id)
-            if key not in counts or msg.sys_flag & sf.TRANSACTION_TYPE_MASK in _NO_DISPATCH:
+            if key not in counts or msg.sys_flag & sf.TRANSACTION_TYPE_MASK in NO_QUEUE_SLOT:
                 return
             cq = self._queues[msg.topic][msg.queue_id]
             qo = msg.queue_offset
@@ -312,7 +311,7 @@ class MessageStore:
 
     def _recover_abnormally(self, checkpoint_offset: int) -> None:
         def redispatch(msg: MessageExt) -> None:
-            if msg.sys_flag & sf.TRANSACTION_TYPE_MASK in _NO_DISPATCH:
+            if msg.sys_flag & sf.TRANSACTION_TYPE_MASK in NO_QUEUE_SLOT:
                 return
             cq = self._queue(msg.topic, msg.queue_id) or self._new_queue(msg.topic, msg.queue_id)
             qo = msg.queue_offset
@@ -559,7 +558,7 @@ class MessageStore:
         """
         topic = batch.topic
         if (
-            batch.sys_flag & sf.TRANSACTION_TYPE_MASK in _NO_DISPATCH
+            batch.sys_flag & sf.TRANSACTION_TYPE_MASK in NO_QUEUE_SLOT
             or topic == SCHEDULE_TOPIC
             or len(batch.body) > self.config.max_message_size
         ):

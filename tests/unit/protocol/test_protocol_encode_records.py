@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiled_loops import both_loops
+from compiled_loops import both_loops, outcome, python_outcome
 from rocketpipe.errors import InvalidArgumentError
 from rocketpipe.protocol import message
 from rocketpipe.protocol import sysflag as sf
@@ -39,23 +39,17 @@ class Inner:
     prepared_transaction_offset: object = 0
 
 
+def _encode(msgs: list[Inner], topic: str) -> object:
+    return encode_records(msgs, topic, 3, 100, 5_000, 1_700_000_000_123)
+
+
 def _python_loop(msgs: list[Inner], topic: str = "T") -> object:
     """The reference: the Python loop's result, or its error (type and text)."""
-    compiled = message._compiled_records
-    message._compiled_records = None
-    try:
-        return encode_records(msgs, topic, 3, 100, 5_000, 1_700_000_000_123)
-    except Exception as exc:
-        return type(exc), str(exc)
-    finally:
-        message._compiled_records = compiled
+    return python_outcome(message, "_compiled_records", _encode, msgs, topic)
 
 
 def _either(msgs: list[Inner], topic: str = "T") -> object:
-    try:
-        return encode_records(msgs, topic, 3, 100, 5_000, 1_700_000_000_123)
-    except Exception as exc:
-        return type(exc), str(exc)
+    return outcome(_encode, msgs, topic)
 
 
 prop_text = st.text(st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)), max_size=12)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiled_loops import both_loops
+from compiled_loops import both_loops, outcome, python_outcome
 from rocketpipe.protocol import frame
 from rocketpipe.protocol.codes import LanguageCode, RequestCode, SerializeType
 from rocketpipe.protocol.command import RemotingCommand
@@ -24,22 +24,16 @@ FAST = settings(
 loop = both_loops(frame, ("_compiled_head", "_compiled_head_built"))
 
 
+def _parts(cmd: RemotingCommand) -> list[bytes]:
+    return [bytes(p) for p in encode_frame_parts(cmd)]
+
+
 def _reference(cmd: RemotingCommand) -> object:
-    compiled = frame._compiled_head
-    frame._compiled_head = None
-    try:
-        return [bytes(p) for p in encode_frame_parts(cmd)]
-    except Exception as exc:
-        return type(exc), str(exc)
-    finally:
-        frame._compiled_head = compiled
+    return python_outcome(frame, "_compiled_head", _parts, cmd)
 
 
 def _encoded(cmd: RemotingCommand) -> object:
-    try:
-        return [bytes(p) for p in encode_frame_parts(cmd)]
-    except Exception as exc:
-        return type(exc), str(exc)
+    return outcome(_parts, cmd)
 
 
 int64 = st.integers(-(2**63), 2**63 - 1)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiled_loops import both_loops
+from compiled_loops import both_loops, outcome, python_outcome
 from rocketpipe.errors import ProtocolError
 from rocketpipe.protocol import frame, header_json
 from rocketpipe.protocol.codes import LanguageCode, SerializeType
@@ -30,21 +30,11 @@ loop = both_loops(header_json, ("_compiled", "_compiled_built"))
 
 def _reference(data: bytes) -> object:
     """orjson and the Python checks: the command, or the error (type and text)."""
-    compiled = header_json._compiled
-    header_json._compiled = None
-    try:
-        return decode_json_header(data)
-    except Exception as exc:
-        return type(exc), str(exc)
-    finally:
-        header_json._compiled = compiled
+    return python_outcome(header_json, "_compiled", decode_json_header, data)
 
 
 def _decoded(data: bytes) -> object:
-    try:
-        return decode_json_header(data)
-    except Exception as exc:
-        return type(exc), str(exc)
+    return outcome(decode_json_header, data)
 
 
 int64 = st.integers(-(2**63), 2**63 - 1)
@@ -170,21 +160,11 @@ payload_loop = both_loops(frame, ("_compiled_payload", "_compiled_payload_built"
 
 
 def _payload_reference(data: bytes) -> object:
-    compiled = frame._compiled_payload
-    frame._compiled_payload = None
-    try:
-        return decode_frame_payload(data)
-    except Exception as exc:
-        return type(exc), str(exc)
-    finally:
-        frame._compiled_payload = compiled
+    return python_outcome(frame, "_compiled_payload", decode_frame_payload, data)
 
 
 def _payload(data: bytes) -> object:
-    try:
-        return decode_frame_payload(data)
-    except Exception as exc:
-        return type(exc), str(exc)
+    return outcome(decode_frame_payload, data)
 
 
 bodies = st.binary(max_size=40)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compiled_loops import both_loops
+from compiled_loops import both_loops, python_outcome
 from rocketpipe.protocol import message
 from rocketpipe.protocol.message import string_to_properties
 
@@ -19,12 +19,7 @@ strings = st.lists(parts, max_size=12).map("".join)
 
 
 def _reference(s: str) -> dict[str, str]:
-    compiled = message._compiled_split
-    message._compiled_split = None
-    try:
-        return string_to_properties(s)
-    finally:
-        message._compiled_split = compiled
+    return python_outcome(message, "_compiled_split", string_to_properties, s)  # type: ignore[no-any-return]
 
 
 @given(strings)
