@@ -17,7 +17,9 @@ Two Structured Streaming queries read topic ``flights`` with ``format("rocketmq"
 Spark runs ``local[2]`` with the UI off, the JVM on its C1 compiler only
 (``-XX:TieredStopAtLevel=1``) and no empty micro-batches; its JVM logs (a log4j2 file appender) and the stderr of
 the JVM and its Python workers go to ``spark.log`` in the output directory, and
-``PYSPARK_PYTHON`` is set to this interpreter.
+``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` are this interpreter, through a launcher that has Spark's Python processes
+import pyspark compiled from site-packages rather than from ``pyspark.zip``
+(:mod:`~rocketpipe.cli.spark_python`).
 
 Imports: ``pyspark`` (the ``spark`` extra) lazily; the Spark source is used only through
 ``format("rocketmq")``.
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from . import spark_python
 from .flights import FLIGHT_SCHEMA_DDL
 
 #: Watermark delay of the delay-stats query.
@@ -168,16 +171,20 @@ def start_spark(paths: DemoPaths) -> Any:
 
     Returns:
         A ``pyspark.sql.SparkSession`` on ``local[2]`` with the UI off, session time zone UTC
-        and 2 shuffle partitions, the JVM with C1 only, no empty micro-batches.
+        and 2 shuffle partitions, the JVM with C1 only, no empty micro-batches, and
+        ``checkpoints/spark-python`` (:func:`~rocketpipe.cli.spark_python.write_launcher`) as
+        its Python.
 
     Raises:
         ModuleNotFoundError: pyspark is not installed (the ``spark`` extra).
+        OSError: the launcher or the log4j configuration cannot be written.
     """
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    paths.out_dir.mkdir(parents=True, exist_ok=True)
+    python = str(spark_python.write_launcher(paths.checkpoints / "spark-python"))
+    os.environ["PYSPARK_PYTHON"] = python
+    os.environ["PYSPARK_DRIVER_PYTHON"] = python
     from pyspark.sql import SparkSession
 
-    paths.out_dir.mkdir(parents=True, exist_ok=True)
     log4j = paths.checkpoints / "log4j2.properties"
     log4j.parent.mkdir(parents=True, exist_ok=True)
     log4j.write_text(_LOG4J2.format(log=paths.spark_log.resolve()))
@@ -198,7 +205,7 @@ def start_spark(paths: DemoPaths) -> Any:
         # no empty micro-batch after the data (it only evicts state; the update-mode output is complete)
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
         .config("spark.sql.warehouse.dir", str((paths.checkpoints / "warehouse").resolve()))
-        .config("spark.pyspark.python", sys.executable)
+        .config("spark.pyspark.python", python)
     )
     # The JVM (and the Python workers it forks) write their stderr to spark.log, not the screen.
     with _stderr_to(paths.spark_log):
