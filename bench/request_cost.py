@@ -10,7 +10,12 @@ read, minus the system calls. Per request kind it prints:
   ``--traced`` requests. These are deterministic (the same code gives the same count on any
   host, loaded or not), so a change to the path shows up even when timings cannot;
 * **µs per request**: the thread's CPU time over ``--requests`` replays, best of ``--rounds``
-  (warm caches: the real broker pays about 3× this in user time, see the README).
+  (warm caches: the real broker pays about 3× this in user time, see the README);
+* with ``--evict-kib K``, also **µs with cold caches**: the same replays with K KiB copied
+  between two requests (what a real broker's core sees after the kernel, the event loop and
+  the client ran there), minus the copies alone, timed the same way. In a live broker thread
+  a single send runs the same ~2,300 bytecodes as the replay (counted on 2026-11-29), so the
+  gap between warm replay and real broker is the caches and the kernel, not hidden work.
 
 Kinds: ``send`` (SEND_MESSAGE_V2, one 1 KiB message), ``send_batch`` (SEND_BATCH_MESSAGE, 32 ×
 1 KiB), ``pull`` (PULL_MESSAGE of 32 stored messages, at a fixed offset). Replays store real
@@ -19,7 +24,8 @@ a task, so its replay awaits it, and whatever the event loop runs meanwhile (the
 timers: schedule delivery, expiry) is counted with it: its counts move by a few per cent.
 
 Usage: ``python bench/request_cost.py [--requests N] [--rounds R] [--traced T] [--kinds send,pull]
-[--by-function K]`` (``--by-function``: also each kind's K functions with the most bytecodes).
+[--by-function K] [--evict-kib K]`` (``--by-function``: also each kind's K functions with the
+most bytecodes).
 """
 
 from __future__ import annotations
@@ -145,7 +151,26 @@ async def cpu_us(fn: Callable[[], Awaitable[None]], times: int, rounds: int) -> 
     return best
 
 
-async def measure(kinds: list[str], args: argparse.Namespace) -> list[tuple[str, float, float, float, int]]:
+def evicting(
+    fn: Callable[[], Awaitable[None]], kib: int
+) -> tuple[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]]:
+    """``fn`` preceded by a copy of ``kib`` KiB (through every cache level), and that copy alone."""
+    src, dst = bytearray(kib * 1024), bytearray(kib * 1024)
+
+    async def copy() -> None:
+        dst[:] = src
+
+    async def both() -> None:
+        dst[:] = src
+        await fn()
+
+    return both, copy
+
+
+Row = tuple[str, float, float | None, float, float, int]
+
+
+async def measure(kinds: list[str], args: argparse.Namespace) -> list[Row]:
     codes = {int(KINDS[k]) for k in kinds}
     frames, stop = capture(codes)
     rows = []
@@ -183,7 +208,13 @@ async def measure(kinds: list[str], args: argparse.Namespace) -> list[tuple[str,
                     for name, n in by_function.most_common(args.by_function):
                         print(f"  {n / args.traced:7.1f}  {name}")
                 us = await cpu_us(replay, args.requests, args.rounds)
-                rows.append((kind, us, bytecodes, calls, transport.writes))
+                cold = None
+                if args.evict_kib:
+                    both, copy = evicting(replay, args.evict_kib)
+                    cold = await cpu_us(both, args.requests, args.rounds) - await cpu_us(
+                        copy, args.requests, args.rounds
+                    )
+                rows.append((kind, us, cold, bytecodes, calls, transport.writes))
                 conn.close_now("replay done", abort=True)
     return rows
 
@@ -195,18 +226,33 @@ def main() -> int:
     ap.add_argument("--traced", type=int, default=200, help="replays counted with sys.settrace")
     ap.add_argument("--by-function", type=int, default=0, metavar="K", help="also print each kind's top K functions")
     ap.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated among {','.join(KINDS)}")
+    ap.add_argument(
+        "--evict-kib",
+        type=int,
+        default=0,
+        metavar="K",
+        help="also time with K KiB copied between requests (cold caches)",
+    )
     args = ap.parse_args()
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     if unknown := [k for k in kinds if k not in KINDS]:
         ap.error(f"unknown kinds {unknown}")
     if min(args.requests, args.rounds, args.traced) < 1:
         ap.error("--requests, --rounds and --traced must be >= 1")
+    if args.evict_kib < 0:
+        ap.error("--evict-kib must be >= 0")
     rows = eventloop.run(measure(kinds, args))
     table = Table(title="broker cost of one request, replayed (no system calls)", title_justify="left")
-    for col in ("request", "CPU µs (best)", "bytecodes", "Python calls", "responses"):
+    cols = ["request", "CPU µs (best)", "bytecodes", "Python calls", "responses"]
+    if args.evict_kib:
+        cols.insert(2, f"CPU µs, cold ({args.evict_kib} KiB)")
+    for col in cols:
         table.add_column(col)
-    for kind, us, bytecodes, calls, writes in rows:
-        table.add_row(kind, f"{us:.1f}", f"{bytecodes:,.0f}", f"{calls:,.0f}", f"{writes:,}")
+    for kind, us, cold, bytecodes, calls, writes in rows:
+        cells = [kind, f"{us:.1f}", f"{bytecodes:,.0f}", f"{calls:,.0f}", f"{writes:,}"]
+        if cold is not None:
+            cells.insert(2, f"{cold:.1f}")
+        table.add_row(*cells)
     Console().print(table)
     return 0
 
