@@ -86,7 +86,7 @@ def _origins(mode: str, tmp_path: Path) -> dict[str, str]:
         "PYTHONPATH": pythonpath,
     }
     out = subprocess.run(
-        [sys.executable, str(script), mode, str(tmp_path / mode)],
+        [sys.executable, str(script), mode, str(tmp_path / f"{mode} out")],  # a space, as users' paths have
         env=env,
         capture_output=True,
         text=True,

@@ -171,18 +171,17 @@ def start_spark(paths: DemoPaths) -> Any:
 
     Returns:
         A ``pyspark.sql.SparkSession`` on ``local[2]`` with the UI off, session time zone UTC
-        and 2 shuffle partitions, the JVM with C1 only, no empty micro-batches, and
-        ``checkpoints/spark-python`` (:func:`~rocketpipe.cli.spark_python.write_launcher`) as
-        its Python.
+        and 2 shuffle partitions, the JVM with C1 only, no empty micro-batches, and the
+        launcher of :func:`~rocketpipe.cli.spark_python.install_launcher` as its Python.
 
     Raises:
         ModuleNotFoundError: pyspark is not installed (the ``spark`` extra).
-        OSError: the launcher or the log4j configuration cannot be written.
+        OSError: the log4j configuration cannot be written.
     """
     paths.out_dir.mkdir(parents=True, exist_ok=True)
-    python = str(spark_python.write_launcher(paths.checkpoints / "spark-python"))
-    os.environ["PYSPARK_PYTHON"] = python
-    os.environ["PYSPARK_DRIVER_PYTHON"] = python
+    python = spark_python.install_launcher()
+    # a source Spark finds itself (format("rocketmq")) plans and reads under PYSPARK_DRIVER_PYTHON
+    os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = python
     from pyspark.sql import SparkSession
 
     log4j = paths.checkpoints / "log4j2.properties"
@@ -190,7 +189,8 @@ def start_spark(paths: DemoPaths) -> Any:
     log4j.write_text(_LOG4J2.format(log=paths.spark_log.resolve()))
     # C1 only: in a run of half a minute the C2 compiler's CPU is not paid back (on 2 cores the
     # demo took 29 s with it off vs 33-36 s with it on, the JVM's CPU 24 s vs 38 s).
-    java_opts = f"-Dlog4j2.configurationFile=file:{log4j.resolve()} -XX:TieredStopAtLevel=1"
+    # a URI (spaces as %20): Spark splits the options at spaces
+    java_opts = f"-Dlog4j2.configurationFile={log4j.resolve().as_uri()} -XX:TieredStopAtLevel=1"
     paths.spark_log.unlink(missing_ok=True)
     builder = (
         SparkSession.builder.master("local[2]")

@@ -1,11 +1,14 @@
-"""The demo's PYSPARK_PYTHON launcher: which PYTHONPATH entries it drops, run through a real /bin/sh."""
+"""The demo's PYSPARK_PYTHON launcher: which PYTHONPATH entries it drops (run through a real
+/bin/sh), which interpreter it runs, and where it may be written."""
 
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,7 @@ from rocketpipe.cli import spark_python
 
 pytest.importorskip("pyspark")
 
-_SHOW = "import os, sys, pyspark; print(os.environ.get('PYTHONPATH', '<unset>')); print(pyspark.__file__)"
+_SHOW = "import os, sys, pyspark; print(os.environ.get('PYTHONPATH', '<unset>')); print(pyspark.__file__); print(sys.prefix)"
 
 
 def _run(launcher: Path, pythonpath: str | None) -> list[str]:
@@ -33,18 +36,20 @@ def test_the_installed_pyspark_zips_are_found() -> None:
     assert all(Path(p).is_file() for p in drop)
 
 
-def test_launcher_drops_exactly_the_zips_and_keeps_the_rest_in_order(tmp_path: Path) -> None:
+def test_launcher_drops_the_zips_and_empty_entries_and_keeps_the_rest_in_order(tmp_path: Path) -> None:
     launcher = spark_python.write_launcher(tmp_path / "spark-python")
     assert os.access(launcher, os.X_OK)
+    (tmp_path / "glob-match").mkdir()  # "glob-*" would expand to it without `set -f`
     zips = spark_python.zips_to_drop()
-    odd = ["/a dir/with space", "/glob/*", "/x;echo hi", str(tmp_path / "other" / "pyspark.zip")]
-    path, pyspark_file = _run(launcher, os.pathsep.join([odd[0], *zips, *odd[1:]]))
-    assert path.split(os.pathsep) == odd
+    kept = ["/a dir/with space", str(tmp_path / "glob-*"), str(tmp_path / "other" / "pyspark.zip"), "/last"]
+    given = [kept[0], "", *zips, kept[1], "", kept[2], kept[3]]
+    path, pyspark_file, prefix = _run(launcher, os.pathsep.join(given))
+    assert path.split(os.pathsep) == kept
     # with the zips gone, pyspark comes from site-packages (where its bytecode is kept)
     spec = importlib.util.find_spec("pyspark")
     assert spec is not None
     assert pyspark_file == spec.origin
-    assert ".zip" not in pyspark_file
+    assert prefix == sys.prefix  # the interpreter as this process runs it (a venv stays a venv)
 
 
 def test_launcher_with_only_zips_unsets_pythonpath_and_leaves_others_alone(tmp_path: Path) -> None:
@@ -52,18 +57,6 @@ def test_launcher_with_only_zips_unsets_pythonpath_and_leaves_others_alone(tmp_p
     assert _run(launcher, os.pathsep.join(spark_python.zips_to_drop()))[0] == "<unset>"
     assert _run(launcher, None)[0] == "<unset>"
     assert _run(launcher, "/only/this")[0] == "/only/this"
-
-
-def test_launcher_runs_the_given_interpreter(tmp_path: Path) -> None:
-    launcher = spark_python.write_launcher(tmp_path / "spark-python", python=sys.executable)
-    out = subprocess.run(
-        [str(launcher), "-c", "import sys; print(sys.executable)"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    assert Path(out.stdout.strip()).resolve() == Path(sys.executable).resolve()
 
 
 def test_without_pyspark_nothing_is_dropped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,3 +74,36 @@ def test_without_pyspark_nothing_is_dropped(tmp_path: Path, monkeypatch: pytest.
         check=True,
     )
     assert out.stdout.strip() == zip_entry
+
+
+def test_install_writes_into_a_private_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    python = spark_python.install_launcher()
+    assert python == str(spark_python.launcher_path())
+    assert Path(python).parent.parent == tmp_path
+    assert Path(python).parent.stat().st_mode & 0o777 == 0o700
+    assert _run(Path(python), "/kept")[0] == "/kept"
+    assert spark_python.install_launcher() == python  # rewritten in place on the next start
+
+
+def test_install_falls_back_to_this_interpreter_on_an_unsafe_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "with space"))
+    with caplog.at_level(logging.WARNING, logger=spark_python.__name__):
+        assert spark_python.install_launcher() == sys.executable
+    assert "holds characters Spark's launch scripts split at" in caplog.text
+    assert not (tmp_path / "with space").exists()
+
+
+def test_install_falls_back_when_another_user_could_replace_the_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    shared = spark_python.launcher_path().parent
+    shared.mkdir()
+    shared.chmod(0o777)
+    with caplog.at_level(logging.WARNING, logger=spark_python.__name__):
+        assert spark_python.install_launcher() == sys.executable
+    assert "is not a directory private to this user" in caplog.text
+    assert list(shared.iterdir()) == []
