@@ -54,8 +54,8 @@ interop: $(STAMP)
 # reported as "not measured". E.g. `make bench BENCH_ARGS="--messages 20000 --peers redis"`.
 BENCH_ARGS ?=
 # First, what one send, batch and pull request costs the broker's Python, replayed without system calls
-# (bytecodes per request: a count that does not move with the host's load), warm and with 4 MiB
-# copied between requests (cold caches, as in a real broker). Spark source/sink vs Spark's
+# (bytecodes per request: a count that does not move with the host's load), warm and with the L1/L2
+# caches evicted before each (4 MiB copied), as a real broker finds them. Spark source/sink vs Spark's
 # rate source in one session: `make bench SPARK_BENCH_ARGS="--messages 100000"`
 SPARK_BENCH_ARGS ?=
 bench: $(STAMP)
