@@ -128,10 +128,16 @@ def write_launcher(path: Path) -> Path:
         script += _FILTER.format(patterns=" | ".join(shlex.quote(p) for p in drop))
     script += _EXEC.format(python=shlex.quote(sys.executable))
     path.parent.mkdir(parents=True, exist_ok=True)
+    # not backup_file.write_atomic: a launcher is rewritten at every start, so it needs neither
+    # an fsync nor a .bak copy, only a rename that a concurrent demo never sees half-written
     partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-    partial.write_text(script)
-    os.chmod(partial, 0o755)
-    os.replace(partial, path)
+    try:
+        partial.write_text(script)
+        os.chmod(partial, 0o755)
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     return path
 
 

@@ -107,3 +107,13 @@ def test_install_falls_back_when_another_user_could_replace_the_script(
         assert spark_python.install_launcher() == sys.executable
     assert "is not a directory private to this user" in caplog.text
     assert list(shared.iterdir()) == []
+
+
+def test_a_failed_write_leaves_no_partial_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(src: object, dst: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(OSError, match="No space left"):
+        spark_python.write_launcher(tmp_path / "spark-python")
+    assert list(tmp_path.iterdir()) == []
